@@ -39,7 +39,7 @@ def _load_kb(extra_dirs):
     from .knowledge import load_knowledge_base
     kb = load_knowledge_base(extra_dirs)
     for problem in kb.problems:
-        print(f"troubleshoot: warning: skipped a broken knowledge-base entry: {problem}", file=sys.stderr)
+        print(f"troubleshoot: warning: knowledge base: {problem}", file=sys.stderr)
     return kb
 
 

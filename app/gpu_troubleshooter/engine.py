@@ -17,7 +17,8 @@ from rapidfuzz import fuzz
 
 from .findings import Diagnosis, Evidence, Finding
 from .normalize import clean, decode
-from .reader import iter_chunks, open_log
+from . import reader
+from .reader import open_log
 from .scanner import Scanner
 
 REPORT_THRESHOLD = 0.5   # below this combined confidence: "no known failure"
@@ -85,7 +86,7 @@ def diagnose_stream(stream, kb, source="log", facts=None) -> Diagnosis:
     ckb = compile_kb(kb)
     hits = {}
     line_no, nbytes, last = 1, 0, b"\n"
-    for chunk in iter_chunks(open_log(stream), source):
+    for chunk in reader.iter_chunks(open_log(stream), source, reader.CHUNK_SIZE):
         for hit in ckb.scanner.scan(chunk, line_no):
             sigs_by_entry = {}
             for pid in hit.pattern_ids:

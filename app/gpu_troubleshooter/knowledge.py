@@ -71,9 +71,12 @@ def bundled_dir() -> Path:
     return Path(str(files("gpu_troubleshooter.knowledge_data")))
 
 
-def kb_folders(extra_dirs=()):
+def kb_folders(extra_dirs=(), bundled=True):
+    """Bundled entries first (unless $TROUBLESHOOT_BUNDLED_KB=0), then
+    $TROUBLESHOOT_KB folders, then --kb folders: later ones override."""
     env = [p for p in os.environ.get("TROUBLESHOOT_KB", "").split(os.pathsep) if p]
-    return [bundled_dir(), *map(Path, env), *map(Path, extra_dirs)]
+    bundled = bundled and os.environ.get("TROUBLESHOOT_BUNDLED_KB", "1") != "0"
+    return [bundled_dir()] * bundled + [*map(Path, env), *map(Path, extra_dirs)]
 
 
 def entry_files(folder: Path):
@@ -125,10 +128,10 @@ def load_site(folders):
     return site
 
 
-def collect(extra_dirs=()):
+def collect(extra_dirs=(), bundled=True):
     """(entries by id, problems) over all folders; later folders override."""
-    by_id, problems, seen_in = {}, [], {}
-    for folder in kb_folders(extra_dirs):
+    by_id, problems = {}, []
+    for folder in kb_folders(extra_dirs, bundled):
         if not folder.is_dir():
             problems.append(Problem(str(folder), 0, "knowledge-base folder does not exist"))
             continue
@@ -143,7 +146,6 @@ def collect(extra_dirs=()):
                 continue
             local[entry.id] = str(path)
             by_id[entry.id] = entry
-            seen_in[entry.id] = str(path)
     for entry in by_id.values():
         for target in entry.leads_to:
             if target not in by_id:
@@ -156,13 +158,14 @@ def _line_of(path, needle):
         return next((n for n, line in enumerate(f, 1) if needle in line and not line.lstrip().startswith("id:")), 1)
 
 
-def load_knowledge_base(extra_dirs=(), strict=False) -> KnowledgeBase:
-    """The merged knowledge base. A broken entry is skipped and listed in
+def load_knowledge_base(extra_dirs=(), strict=False, bundled=True) -> KnowledgeBase:
+    """The merged knowledge base. A broken entry is skipped (a dangling
+    `leads_to` is only reported) and listed in
     `problems` (file and line) so one bad site entry cannot stop a diagnosis;
     with strict=True it raises KnowledgeBaseError instead."""
-    by_id, problems = collect(extra_dirs)
+    by_id, problems = collect(extra_dirs, bundled)
     if problems and strict:
         raise KnowledgeBaseError(problems)
-    folders = tuple(str(f) for f in kb_folders(extra_dirs))
+    folders = tuple(str(f) for f in kb_folders(extra_dirs, bundled))
     entries = tuple(sorted(by_id.values(), key=lambda e: e.id))
     return KnowledgeBase(entries=entries, site=load_site(folders), folders=folders, problems=tuple(problems))

@@ -15,7 +15,7 @@ from .errors import LogInputError
 CHUNK_SIZE = 4 * 1024 * 1024
 SNIFF_SIZE = 8192
 
-_COMPRESSED = ((b"\x1f\x8b", gzip.GzipFile, "gzip"), (b"BZh", bz2.BZ2File, "bzip2"), (b"\xfd7zXZ\x00", lzma.LZMAFile, "xz"))
+_COMPRESSED = ((b"\x1f\x8b", lambda f: gzip.GzipFile(fileobj=f), "gzip"), (b"BZh", bz2.BZ2File, "bzip2"), (b"\xfd7zXZ\x00", lzma.LZMAFile, "xz"))
 _NOT_LOGS = (
     (b"\x7fELF", "an executable (ELF) file"), (b"PK\x03\x04", "a zip archive; unzip it and pass the log inside"),
     (b"%PDF", "a PDF document"), (b"\x89PNG", "a PNG image"), (b"\xff\xd8\xff", "a JPEG image"),
@@ -65,8 +65,12 @@ def check_text(head: bytes, name: str):
         if head.startswith(magic) or (magic == b"ustar" and head[257:262] == magic):
             raise LogInputError(f"{name}: this is {what}, not a text log")
     sample = head[:SNIFF_SIZE]
-    if sample.count(b"\x00") > len(sample) // 100 + 1:
-        raise LogInputError(f"{name}: this looks like a binary file, not a text log (it contains NUL bytes)")
+    if sample.startswith((b"\xff\xfe", b"\xfe\xff")):
+        raise LogInputError(f"{name}: this is UTF-16 text; convert it first: iconv -f UTF-16 -t UTF-8 {name} > log.txt")
+    text = sample.decode("utf-8", errors="replace")
+    odd = text.count("\ufffd") + sum(1 for ch in text if ch < " " and ch not in "\t\n\r\f\v\b\x1b")
+    if sample.count(b"\x00") > len(sample) // 100 + 1 or odd > len(text) * 0.3:
+        raise LogInputError(f"{name}: this looks like a binary file, not a text log")
 
 
 def iter_chunks(stream, name="log", chunk_size=CHUNK_SIZE):

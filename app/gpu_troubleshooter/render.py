@@ -43,8 +43,8 @@ def human(diagnosis, style, lang="en", verbose=False):
         return "\n".join(lines)
     top, *others = diagnosis.findings
     d = top.to_dict(diagnosis.site, lang)
-    lines.append(f"{style(diagnosis.source, 'bold')}: {style(d['title'], 'red', 'bold')}  "
-                 style("[{}, confidence {:.0%}]".format(top.id, d["confidence"]), "dim"))
+    tag = style("[{}, confidence {:.0%}]".format(top.id, d["confidence"]), "dim")
+    lines.append(f"{style(diagnosis.source, 'bold')}: {style(d['title'], 'red', 'bold')}  {tag}")
     lines.append(f"  {d['summary']}")
     if d["values"]:
         lines.append("  Found: " + ", ".join(f"{k} = {v}" for k, v in d["values"].items()))

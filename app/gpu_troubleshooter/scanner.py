@@ -37,9 +37,12 @@ class Scanner:
 
     def __init__(self, patterns):
         self.patterns = list(patterns)
+        self._any = None
         self.backend = "hyperscan" if hyperscan is not None else "python-re"
-        self._db = self._hyperscan_db() if hyperscan is not None else None
-        if self._db is None:
+        self._db = self._hyperscan_db() if hyperscan is not None and self.patterns else None
+        if not self.patterns:
+            self.backend, self._any = "none", None
+        elif self._db is None:
             self.backend = "python-re"
             self._any = re.compile("|".join(f"(?:{p})" if cs else f"(?i:{p})" for p, cs in self.patterns).encode())
             self._each = [re.compile(p.encode(), 0 if cs else re.IGNORECASE) for p, cs in self.patterns]
@@ -65,6 +68,8 @@ class Scanner:
 
     def _matches(self, chunk):
         """(offset, pattern_id) pairs; offset is somewhere inside the matched text."""
+        if self._any is None and self._db is None:
+            return []
         if self._db is not None:
             found = []
             self._db.scan(chunk, match_event_handler=lambda pid, start, end, flags, ctx: found.append((max(end - 1, 0), pid)))

@@ -4,9 +4,13 @@ Problems are returned, never raised, so `kb validate` can list all of them.
 docs/knowledge-schema.md is the human description of the same rules.
 """
 import re
-import sre_constants
-import sre_parse
 from dataclasses import dataclass
+
+try:  # Python 3.11 moved the regex parser; the old names warn
+    from re import _constants as sre_constants, _parser as sre_parse
+except ImportError:  # pragma: no cover - Python < 3.11
+    import sre_constants
+    import sre_parse
 
 ID_RE = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
 TOP_KEYS = {

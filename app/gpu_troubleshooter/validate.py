@@ -7,7 +7,7 @@ shows it at all.
 """
 from pathlib import Path
 
-from .knowledge import KnowledgeBase, bundled_dir, collect, load_site
+from .knowledge import KnowledgeBase, bundled_dir, collect, entry_files, load_site
 from .schema import Problem
 
 MIN_MATCH, MIN_NEAR_MISS = 3, 2
@@ -34,6 +34,11 @@ def validate(site_dir=None, check_examples=True):
             found, n = check_entry_examples(entry, kb)
             problems += found
             examples += n
+    if check_examples:  # entries too broken to load still owe their examples
+        loaded = {Path(e.path).resolve() for e in mine}
+        for path in entry_files(checked_root):
+            if path.resolve() not in loaded:
+                problems += example_count_problems(str(path))
     summary = f"{len(mine)} entries checked" + (f", {examples} example logs run" if check_examples else "")
     return problems, summary
 
@@ -41,12 +46,8 @@ def validate(site_dir=None, check_examples=True):
 def check_entry_examples(entry, kb):
     from .engine import diagnose_path
     from .errors import LogInputError
-    problems = []
+    problems = example_count_problems(entry.path)
     match, near = entry.examples("must-match"), entry.examples("must-not-match")
-    if len(match) < MIN_MATCH:
-        problems.append(Problem(entry.path, 1, f"needs at least {MIN_MATCH} example logs in {Path(entry.path).with_suffix('')}/must-match/ (has {len(match)})"))
-    if len(near) < MIN_NEAR_MISS:
-        problems.append(Problem(entry.path, 1, f"needs at least {MIN_NEAR_MISS} near misses in {Path(entry.path).with_suffix('')}/must-not-match/ (has {len(near)})"))
     for path in match + near:
         try:
             ids = [f.id for f in diagnose_path(path, kb).findings]
@@ -58,6 +59,16 @@ def check_entry_examples(entry, kb):
         if path in near and entry.id in ids:
             problems.append(Problem(str(path), 1, f"near miss must not match '{entry.id}', but found {ids}"))
     return problems, len(match) + len(near)
+
+
+def example_count_problems(entry_path):
+    folder = Path(entry_path).with_suffix("")
+    out = []
+    for kind, least, what in (("must-match", MIN_MATCH, "example logs"), ("must-not-match", MIN_NEAR_MISS, "near misses")):
+        n = len(list((folder / kind).glob("*.log*"))) if (folder / kind).is_dir() else 0
+        if n < least:
+            out.append(Problem(entry_path, 1, f"needs at least {least} {what} in {folder}/{kind}/ (has {n})"))
+    return out
 
 
 def _scanner_problems(entries, error):
