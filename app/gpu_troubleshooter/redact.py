@@ -205,6 +205,12 @@ def _url_token_user(m: "re.Match[str]") -> Optional[str]:
     return m.group(1) + _mark("url-credentials") + m.group(3)
 
 
+def _curl_user(m: "re.Match[str]") -> Optional[str]:
+    if m.group(2).isdigit() or _is_placeholder(m.group(2)):
+        return None                      # uid:gid, or $PASS
+    return m.group(1) + _mark("password")
+
+
 def _email(m: "re.Match[str]") -> Optional[str]:
     local = m.group(1).lower()
     if local in ("git", "hg", "svn"):    # git@github.com:org/repo.git is a remote, not a person
@@ -378,6 +384,11 @@ RULES: Tuple[Rule, ...] = (
          _cli_flag, ("pass", "pwd", "secret", "token", "key"),
          probes=("--password ", "--hf-token \""),
          kinds=("password", "secret", "token", "api-key")),
+    # curl -u user:password, --user=user:password (docker -u 1000:1000 is not a password)
+    Rule("password",
+         _c(r"(?<![A-Za-z0-9_-])((?:-u|--user)(?:[ \t]{1,4}|=)[\"']?[^\s:\"'/]{1,256}:)" + _NOT_DONE
+            + r"([^\s\"']{1,1024})"),
+         _curl_user, ("-u",), probes=("curl -u alice:", "--user=")),
     Rule("email",
          _c(r"(?<![A-Za-z0-9._%+-])([A-Za-z0-9._%+-]{1,64})@(?:[A-Za-z0-9-]{1,63}\.){1,8}[A-Za-z]{2,24}"
             r"(?![A-Za-z0-9-])"),
