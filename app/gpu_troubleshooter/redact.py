@@ -225,7 +225,7 @@ _UNQUOTED = r"[^\s\"'`,;&()<>\[\]{}|]{1,1024}"
 # a value: "double quoted", 'single quoted', "unterminated, or bare; never an
 # earlier replacement
 _VALUE = (r"(?:\"" + _NOT_DONE + r"(?P<dq>[^\"\r\n]{1,1024})\"|'" + _NOT_DONE + r"(?P<sq>[^'\r\n]{1,1024})'"
-          r"|[\"']" + _NOT_DONE + r"(?P<oq>[^\"'\s]{1,1024})|" + _NOT_DONE + r"(?P<val>" + _UNQUOTED + r"))")
+          r"|[\"']" + _NOT_DONE + r"(?P<oq>[^\"'\s]{1,1024})|" + _NOT_DONE + r"(?P<val>(?![=:>])" + _UNQUOTED + r"))")
 
 
 def _value_of(m: "re.Match[str]") -> Tuple[str, str]:
