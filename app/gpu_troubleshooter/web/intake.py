@@ -130,6 +130,7 @@ def evidence_context(path, diagnosis_dict):
         for b in blocks:
             b["lines"] = [{"n": k, "text": keep[k], "hit": k in hits}
                           for k in range(b["start"], b["end"] + 1) if keep.get(k) is not None]
+            b["end"] = b["lines"][-1]["n"] if b["lines"] else b["start"]
         blocks_per_finding.append(blocks)
     return blocks_per_finding, "\n".join(tail)
 

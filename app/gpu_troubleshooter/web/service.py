@@ -26,7 +26,8 @@ def knowledge_base(app=None):
     kb = app.extensions.get("kb")
     if kb is None:
         from gpu_troubleshooter.knowledge import load_knowledge_base
-        kb = app.extensions["kb"] = load_knowledge_base(extra_dirs=app.config["KB_DIRS"])
+        kb = app.extensions["kb"] = load_knowledge_base(extra_dirs=app.config["KB_DIRS"],
+                                                       bundled=app.config.get("KB_BUNDLED", True))
     return kb
 
 
@@ -53,14 +54,14 @@ def diagnose_raw(app, raw, facts=None, source="upload", progress=None):
     return result, context, tail, hints, nbytes
 
 
-def _record(row, result, context, tail, hints):
+def _record(row, result, context, tail, hints, nbytes):
     findings = result.get("findings") or []
     row.diagnosis, row.context, row.tail = result, context, tail
     row.failure_class = findings[0]["id"] if findings else NO_MATCH
     row.confidence = float(findings[0].get("confidence", 0)) if findings else 0.0
     where = {**hints, **facts_location(row.facts)}
     row.cluster, row.partition = where.get("cluster", ""), where.get("partition", "")
-    row.state, row.error = "done", ""
+    row.state, row.error, row.progress_bytes = "done", "", nbytes
 
 
 def create_submission(raw, size, source, facts=None, gzip_hint=False):
