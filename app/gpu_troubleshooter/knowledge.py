@@ -4,7 +4,9 @@ The bundled entries ship inside the package; a site adds or overrides entries
 with folders of its own (`--kb DIR`, or $TROUBLESHOOT_KB, colon-separated).
 An entry in a later folder with the same id replaces the earlier one.
 """
+import hashlib
 import os
+import pickle
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
@@ -129,9 +131,40 @@ def load_site(folders):
 
 
 def collect(extra_dirs=(), bundled=True):
-    """(entries by id, problems) over all folders; later folders override."""
+    """(entries by id, problems) over all folders; later folders override.
+
+    Parsing YAML is most of the CLI's start-up time, so the result is cached
+    keyed by every entry file's path, size and mtime (and this code's own)."""
+    folders = kb_folders(extra_dirs, bundled)
+    files = [p for f in folders if f.is_dir() for p in entry_files(f)]
+    code = [Path(__file__), Path(__file__).with_name("schema.py")]
+    stamp = repr([(str(p), p.stat().st_size, p.stat().st_mtime_ns) for p in files + code] + [str(f) for f in folders])
+    cached = _cache_path(stamp)
+    try:
+        with open(cached, "rb") as fh:
+            return pickle.load(fh)
+    except (OSError, pickle.PickleError, EOFError, AttributeError, ImportError):
+        pass
+    result = _collect(folders)
+    try:  # an unwritable cache only costs start-up time
+        cached.parent.mkdir(parents=True, exist_ok=True)
+        tmp = cached.with_suffix(f".{os.getpid()}.tmp")
+        with open(tmp, "wb") as fh:
+            pickle.dump(result, fh, protocol=pickle.HIGHEST_PROTOCOL)
+        os.replace(tmp, cached)
+    except OSError:
+        pass
+    return result
+
+
+def _cache_path(stamp):
+    from .scanner import cache_dir
+    return cache_dir() / f"kb-{hashlib.sha256(stamp.encode()).hexdigest()[:24]}.pickle"
+
+
+def _collect(folders):
     by_id, problems = {}, []
-    for folder in kb_folders(extra_dirs, bundled):
+    for folder in folders:
         if not folder.is_dir():
             problems.append(Problem(str(folder), 0, "knowledge-base folder does not exist"))
             continue

@@ -27,7 +27,7 @@ class LineHit:
     pattern_ids: frozenset
 
 
-def _cache_dir():
+def cache_dir():
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     return Path(base) / "gpu-troubleshooter"
 
@@ -49,9 +49,11 @@ class Scanner:
 
     def _hyperscan_db(self):
         key = hashlib.sha256(repr((hyperscan.__version__, self.patterns)).encode()).hexdigest()[:24]
-        cached = _cache_dir() / f"hs-{key}.db"
+        cached = cache_dir() / f"hs-{key}.db"
         try:
-            return hyperscan.loadb(cached.read_bytes())
+            db = hyperscan.loadb(cached.read_bytes(), hyperscan.HS_MODE_BLOCK)
+            db.scratch = hyperscan.Scratch(db)  # a loaded database comes without one
+            return db
         except (OSError, hyperscan.error, TypeError, ValueError):
             pass
         db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
