@@ -4,6 +4,7 @@
     troubleshoot kb validate [DIR]  check entries and their examples
     troubleshoot kb list [--json]   list the entries
     troubleshoot explain ID         one entry for a human
+    troubleshoot serve | staff | db the web service (needs the `web` extra)
 
 Exit status: 0 no known failure, 1 a failure diagnosed, 2 usage or input error.
 Start-up stays fast: no torch, pynvml or Flask import on these paths.
@@ -173,6 +174,22 @@ def run_explain(argv):
     from .render import Style, explain
     print(explain(entry, kb.site, args.lang, Style(_use_colour("auto", sys.stdout))))
     return 0
+
+
+def _web_subcommand(name):
+    """serve/staff/db live in the web package; Flask is imported only when one runs."""
+    def run(argv):
+        try:
+            from .web.manage import main as web_main
+        except ImportError as e:
+            print(f"troubleshoot {name}: the web service is not installed ({e.name}): pip install '.[web]'", file=sys.stderr)
+            return EXIT_ERROR
+        return web_main([name, *argv])
+    return run
+
+
+for _name in ("serve", "staff", "db"):
+    SUBCOMMANDS[_name] = _web_subcommand(_name)
 
 
 def main(argv=None):

@@ -1,0 +1,18 @@
+# The web service under gunicorn, as a non-root user. Build: docker build -t troubleshoot .
+# Run:  docker run -p 8000:8000 -e SECRET_KEY=... -v troubleshoot-data:/data troubleshoot
+FROM python:3.11-slim
+ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 PIP_NO_CACHE_DIR=1
+WORKDIR /src
+COPY pyproject.toml README.md ./
+COPY app ./app
+COPY knowledge ./knowledge
+RUN pip install '.[web]' && useradd --system --uid 10001 --home /data troubleshoot \
+    && mkdir -p /data && chown troubleshoot /data
+USER troubleshoot
+WORKDIR /data
+# SQLite in the volume by default; set DATABASE_URL=postgresql+psycopg://... for PostgreSQL.
+ENV DATABASE_URL=sqlite:////data/troubleshoot.sqlite3 TROUBLESHOOT_UPLOAD_DIR=/data/uploads
+EXPOSE 8000
+HEALTHCHECK --interval=30s --timeout=5s CMD python -c "import urllib.request,sys; sys.exit(urllib.request.urlopen('http://127.0.0.1:8000/healthz').status != 200)"
+# Migrations once, then gthread workers: a slow upload never blocks a worker's heartbeat.
+CMD ["sh", "-c", "troubleshoot db upgrade && exec gunicorn --bind 0.0.0.0:8000 --workers 2 --threads 8 --worker-class gthread --timeout 60 --access-logfile - 'gpu_troubleshooter.web.wsgi:app'"]

@@ -1,0 +1,53 @@
+"""Configuration from environment variables (12-factor), with safe defaults.
+
+Every key can also be passed in the dict given to create_app(), which wins.
+"""
+import os
+import secrets
+
+
+def _bool(name, default):
+    value = os.environ.get(name)
+    if value is None:
+        return default
+    return value.strip().lower() in ("1", "true", "yes", "on")
+
+
+def _int(name, default):
+    value = os.environ.get(name)
+    return int(value) if value not in (None, "") else default
+
+
+def from_environment(instance_path):
+    """The configuration read from TROUBLESHOOT_* / standard variables."""
+    max_mb = _int("TROUBLESHOOT_MAX_UPLOAD_MB", 200)
+    return {
+        # A random key per process is safe but logs everyone out on restart
+        # and breaks sessions across gunicorn workers: set SECRET_KEY in production.
+        "SECRET_KEY": os.environ.get("SECRET_KEY") or secrets.token_hex(32),
+        "DATABASE_URL": os.environ.get("DATABASE_URL")
+        or "sqlite:///" + os.path.join(instance_path, "troubleshoot.sqlite3"),
+        "UPLOAD_DIR": os.environ.get("TROUBLESHOOT_UPLOAD_DIR")
+        or os.path.join(instance_path, "uploads"),
+        # Flask answers 413 from Content-Length before reading the body.
+        "MAX_CONTENT_LENGTH": max_mb * 1024 * 1024,
+        # A pasted log is a form field, held in memory: keep it modest.
+        "MAX_FORM_MEMORY_SIZE": _int("TROUBLESHOOT_MAX_PASTE_MB", 16) * 1024 * 1024,
+        # A gzip bomb is cut off at this many decompressed bytes.
+        "MAX_LOG_BYTES": _int("TROUBLESHOOT_MAX_LOG_MB", 4 * max_mb) * 1024 * 1024,
+        # Logs above this size are scanned in a background thread.
+        "BACKGROUND_BYTES": _int("TROUBLESHOOT_BACKGROUND_MB", 4) * 1024 * 1024,
+        "AUTO_MIGRATE": _bool("TROUBLESHOOT_AUTO_MIGRATE", True),
+        "KB_DIRS": tuple(p for p in os.environ.get("TROUBLESHOOT_KB", "").split(os.pathsep) if p),
+        "SESSION_COOKIE_SECURE": _bool("SESSION_COOKIE_SECURE", False),
+        "SESSION_COOKIE_HTTPONLY": True,
+        "SESSION_COOKIE_SAMESITE": "Lax",
+        "PERMANENT_SESSION_LIFETIME": _int("TROUBLESHOOT_SESSION_HOURS", 12) * 3600,
+        # Trust X-Forwarded-* from this many proxies (0 = none).
+        "PROXY_COUNT": _int("TROUBLESHOOT_PROXY_COUNT", 0),
+        "RATELIMIT_ENABLED": _bool("RATELIMIT_ENABLED", True),
+        "RATELIMIT_STORAGE_URI": os.environ.get("RATELIMIT_STORAGE_URI", "memory://"),
+        "RATELIMIT_SUBMIT": os.environ.get("RATELIMIT_SUBMIT", "30 per minute"),
+        "RATELIMIT_LOGIN": os.environ.get("RATELIMIT_LOGIN", "10 per minute"),
+        "WTF_CSRF_TIME_LIMIT": None,  # tied to the session instead
+    }

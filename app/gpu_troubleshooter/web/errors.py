@@ -1,0 +1,30 @@
+"""Error pages: JSON under /api, HTML elsewhere; never a traceback."""
+from flask import jsonify, render_template, request
+from flask_wtf.csrf import CSRFError
+from werkzeug.exceptions import HTTPException
+
+MESSAGES = {
+    400: "The request could not be understood.",
+    401: "Please log in.",
+    404: "Nothing here. Submission links are private: check that the link is complete.",
+    405: "This address does not accept that method.",
+    409: "The log is still being scanned; try again in a moment.",
+    413: "That is larger than this service accepts.",
+    429: "Too many submissions from your address; please wait a minute.",
+}
+
+
+def init_app(app):
+    @app.errorhandler(HTTPException)
+    def _http(exc):
+        code = exc.code or 500
+        message = MESSAGES.get(code, exc.description)
+        if isinstance(exc, CSRFError):
+            message = "The form expired or was not sent from this site; reload the page and try again."
+        if code == 413:
+            message += f" The limit is {app.config['MAX_CONTENT_LENGTH'] // (1 << 20)} MiB."
+        if request.path.startswith("/api/"):
+            resp = jsonify(error=exc.name.lower().replace(" ", "_"), message=message)
+            resp.status_code = code
+            return resp
+        return render_template("error.html", code=code, title=exc.name, message=message), code

@@ -1,0 +1,89 @@
+"""Reading a log and facts out of a request, for the pages and the API alike."""
+import io
+import json
+import os
+import tempfile
+
+from flask import current_app, request
+
+MAX_FACTS = 2 * 1024 * 1024
+
+
+class BadInput(Exception):
+    """The request does not hold a usable log or facts; the message is for the user."""
+
+
+class LogInput:
+    """An open binary stream the caller owns (close it), its size and a display name."""
+
+    def __init__(self, raw, size, source):
+        self.raw, self.size, self.source = raw, size, source
+        head = raw.read(2)
+        raw.seek(0)
+        self.gzip = head == b"\x1f\x8b"
+
+
+def _own_copy(fileobj):
+    """A second handle on an upload's spool file that outlives the request (for background scans)."""
+    raw = os.fdopen(os.dup(fileobj.fileno()), "rb")
+    raw.seek(0)
+    return raw
+
+
+def log_from_form(field="logfile", text_field="log"):
+    upload = request.files.get(field)
+    if upload is not None and upload.filename:
+        raw = _own_copy(upload.stream)
+        size = os.fstat(raw.fileno()).st_size
+        if size == 0:
+            raw.close()
+            raise BadInput("the uploaded file is empty")
+        from .intake import display_name
+        return LogInput(raw, size, display_name(upload.filename))
+    text = request.form.get(text_field, "")
+    if text.strip():
+        data = text.encode("utf-8")
+        return LogInput(io.BytesIO(data), len(data), "pasted log")
+    raise BadInput("paste a log or choose a file to upload")
+
+
+def log_from_body():
+    """A raw request body (text/plain, application/gzip, ...) spooled to an unlinked file."""
+    spool = tempfile.TemporaryFile("w+b", dir=current_app.config["UPLOAD_DIR"])
+    size = 0
+    while True:
+        chunk = request.stream.read(1 << 20)
+        if not chunk:
+            break
+        size += len(chunk)
+        spool.write(chunk)
+    if size == 0:
+        spool.close()
+        raise BadInput("the request body is empty: send the log as the body or as multipart field 'log'")
+    spool.seek(0)
+    return LogInput(spool, size, "request body")
+
+
+def facts_from_form(field="facts", file_field="facts_file"):
+    upload = request.files.get(file_field)
+    if upload is not None and upload.filename:
+        data = upload.stream.read(MAX_FACTS + 1)
+    else:
+        data = request.form.get(field, "").encode("utf-8")
+    return parse_facts(data)
+
+
+def parse_facts(data):
+    if isinstance(data, (dict, type(None))):
+        return data
+    if not data or not data.strip():
+        return None
+    if len(data) > MAX_FACTS:
+        raise BadInput("the facts document is larger than 2 MiB")
+    try:
+        facts = json.loads(data)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise BadInput(f"the facts are not valid JSON: {exc}") from None
+    if not isinstance(facts, dict):
+        raise BadInput("the facts must be a JSON object (the probe's output)")
+    return facts

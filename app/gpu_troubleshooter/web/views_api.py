@@ -1,0 +1,202 @@
+"""JSON API under /api/v1 (described by /api/v1/openapi.json)."""
+import io
+import json
+
+from flask import Blueprint, current_app, g, jsonify, request, url_for
+from sqlalchemy import select
+
+from . import db
+from .auth import token_required
+from .extensions import limiter, submit_limit
+from .inputs import BadInput, LogInput, log_from_body, log_from_form, parse_facts
+from .kbview import search
+from .models import NO_MATCH, Submission, Ticket
+from .openapi import spec
+from .service import BadLog, create_submission, diagnose_raw, send_to_helpdesk
+from .views_kb import entries
+from .views_staff import update_ticket
+
+bp = Blueprint("api", __name__, url_prefix="/api/v1")
+
+
+def error(status, code, message):
+    resp = jsonify(error=code, message=message)
+    resp.status_code = status
+    return resp
+
+
+def _read_input():
+    """(LogInput, facts) from multipart, a JSON object or a raw body."""
+    if request.mimetype == "multipart/form-data":
+        facts_upload = request.files.get("facts")
+        facts = parse_facts(facts_upload.stream.read(2 * 1024 * 1024 + 1) if facts_upload
+                            else request.form.get("facts", "").encode())
+        return log_from_form(field="log", text_field="log"), facts
+    if request.mimetype == "application/json":
+        body = request.get_json(silent=True)
+        if not isinstance(body, dict) or not isinstance(body.get("log"), str) or not body["log"].strip():
+            raise BadInput('expected a JSON object {"log": "...", "facts": {...}}')
+        data = body["log"].encode("utf-8")
+        return LogInput(io.BytesIO(data), len(data), "request body"), parse_facts(body.get("facts"))
+    return log_from_body(), parse_facts(request.args.get("facts", "").encode() or None)
+
+
+@bp.post("/diagnose")
+@limiter.limit(submit_limit)
+def diagnose():
+    try:
+        log_input, facts = _read_input()
+    except BadInput as exc:
+        return error(400, "bad_input", str(exc))
+    try:
+        result = diagnose_raw(current_app._get_current_object(), log_input.raw, facts, log_input.source)[0]
+    except BadLog as exc:
+        return error(422, "unreadable_log", str(exc))
+    finally:
+        log_input.raw.close()
+    return jsonify(result)
+
+
+def submission_json(row, full=True):
+    out = {
+        "token": row.token,
+        "url": url_for("public.result", token=row.token, _external=True),
+        "api_url": url_for("api.get_submission", token=row.token, _external=True),
+        "created_at": row.created_at.isoformat(),
+        "state": row.state,
+        "source": row.source,
+        "failure_class": row.failure_class or None,
+        "confidence": row.confidence,
+        "cluster": row.cluster or None,
+        "partition": row.partition or None,
+        "ticket": {"id": row.ticket.id, "status": row.ticket.status} if row.ticket else None,
+    }
+    if row.state == "processing":
+        out["progress"] = {"bytes_read": row.progress_bytes, "bytes_total": row.total_bytes}
+    if row.state == "error":
+        out["error"] = row.error
+    if full:
+        out.update(diagnosis=row.diagnosis, facts=row.facts, evidence_context=row.context)
+    return out
+
+
+@bp.post("/submissions")
+@limiter.limit(submit_limit)
+def create():
+    try:
+        log_input, facts = _read_input()
+    except BadInput as exc:
+        return error(400, "bad_input", str(exc))
+    row = create_submission(log_input.raw, log_input.size, log_input.source, facts, log_input.gzip)
+    if row.state != "processing":
+        log_input.raw.close()
+    resp = jsonify(submission_json(row))
+    resp.status_code = 202 if row.state == "processing" else 201
+    resp.headers["Location"] = url_for("api.get_submission", token=row.token)
+    return resp
+
+
+def _by_token(token):
+    return db.session().scalar(select(Submission).where(Submission.token == token)) if len(token) <= 64 else None
+
+
+@bp.get("/submissions/<token>")
+def get_submission(token):
+    row = _by_token(token)
+    if row is None:
+        return error(404, "not_found", "no such submission")
+    return jsonify(submission_json(row))
+
+
+@bp.post("/submissions/<token>/ticket")
+@limiter.limit(submit_limit)
+def create_ticket(token):
+    row = _by_token(token)
+    if row is None:
+        return error(404, "not_found", "no such submission")
+    if row.state == "processing":
+        return error(409, "processing", "the log is still being scanned")
+    body = request.get_json(silent=True) or {}
+    t = send_to_helpdesk(row, str(body.get("contact", "")), str(body.get("message", "")))
+    return jsonify(id=t.id, status=t.status), 201
+
+
+@bp.get("/kb")
+def kb_list():
+    query = request.args.get("q", "").strip()[:200]
+    found = search(entries(), query) if query else [(None, d) for d in entries()]
+    return jsonify(entries=[dict(d, score=s) if s is not None else d for s, d in found])
+
+
+@bp.get("/kb/<entry_id>")
+def kb_entry(entry_id):
+    for d in entries():
+        if d["id"] == entry_id:
+            return jsonify(d)
+    return error(404, "not_found", "no such entry")
+
+
+def ticket_json(t, full=False):
+    out = {"id": t.id, "status": t.status, "created_at": t.created_at.isoformat(),
+           "updated_at": t.updated_at.isoformat() if t.updated_at else None,
+           "assignee": t.assignee.name if t.assignee else None, "contact": t.contact,
+           "message": t.message, "submission": submission_json(t.submission, full=full)}
+    if full:
+        out["notes"] = [{"author": n.author.name if n.author else None, "created_at": n.created_at.isoformat(),
+                         "text": n.text} for n in t.notes]
+    return out
+
+
+@bp.get("/tickets")
+@token_required
+def tickets():
+    q = select(Ticket).join(Submission).order_by(Ticket.created_at.desc())
+    if request.args.get("status"):
+        q = q.where(Ticket.status == request.args["status"])
+    if request.args.get("class"):
+        cls = request.args["class"]
+        q = q.where(Submission.failure_class == (NO_MATCH if cls == "none" else cls))
+    rows = db.session().scalars(q.limit(min(int(request.args.get("limit", 200) or 200), 1000))).all()
+    return jsonify(tickets=[ticket_json(t) for t in rows])
+
+
+@bp.get("/tickets/<int:ticket_id>")
+@token_required
+def ticket(ticket_id):
+    t = db.session().get(Ticket, ticket_id)
+    return jsonify(ticket_json(t, full=True)) if t else error(404, "not_found", "no such ticket")
+
+
+@bp.patch("/tickets/<int:ticket_id>")
+@token_required
+def ticket_patch(ticket_id):
+    t = db.session().get(Ticket, ticket_id)
+    if t is None:
+        return error(404, "not_found", "no such ticket")
+    body = request.get_json(silent=True) or {}
+    assignee = body.get("assignee_id")
+    if assignee is not None and not isinstance(assignee, int):
+        return error(400, "bad_input", "assignee_id must be an integer (0 = nobody)")
+    problem = update_ticket(t, status=body.get("status"), assignee_id=assignee,
+                            note=body.get("note"), author=g.staff)
+    if problem:
+        return error(400, "bad_input", problem)
+    return jsonify(ticket_json(t, full=True))
+
+
+@bp.post("/tickets/<int:ticket_id>/notes")
+@token_required
+def ticket_note(ticket_id):
+    t = db.session().get(Ticket, ticket_id)
+    if t is None:
+        return error(404, "not_found", "no such ticket")
+    text = str((request.get_json(silent=True) or {}).get("text", "")).strip()
+    if not text:
+        return error(400, "bad_input", 'expected {"text": "..."}')
+    update_ticket(t, note=text, author=g.staff)
+    return jsonify(ticket_json(t, full=True)), 201
+
+
+@bp.get("/openapi.json")
+def openapi():
+    return current_app.response_class(json.dumps(spec(), indent=1), mimetype="application/json")

@@ -1,0 +1,70 @@
+"""Public pages: submit a log, read the diagnosis, send it to the helpdesk."""
+from flask import Blueprint, abort, current_app, flash, jsonify, redirect, render_template, request, url_for
+from sqlalchemy import select, text
+
+from . import db
+from .extensions import limiter, submit_limit
+from .inputs import BadInput, facts_from_form, log_from_form
+from .models import Submission
+from .service import create_submission, send_to_helpdesk
+
+bp = Blueprint("public", __name__)
+
+
+
+@bp.get("/")
+def index():
+    return render_template("index.html", max_bytes=current_app.config["MAX_CONTENT_LENGTH"])
+
+
+@bp.post("/submit")
+@limiter.limit(submit_limit)
+def submit():
+    try:
+        facts = facts_from_form()
+        log_input = log_from_form()
+    except BadInput as exc:
+        return render_template("index.html", error=str(exc), form=request.form,
+                               max_bytes=current_app.config["MAX_CONTENT_LENGTH"]), 400
+    row = create_submission(log_input.raw, log_input.size, log_input.source, facts, log_input.gzip)
+    if row.state != "processing":
+        log_input.raw.close()
+    return redirect(url_for("public.result", token=row.token), code=303)
+
+
+def _submission(token):
+    # The token is the secret: a plain equality lookup, 404 for anything else.
+    row = db.session().scalar(select(Submission).where(Submission.token == token)) if len(token) <= 64 else None
+    if row is None:
+        abort(404)
+    return row
+
+
+@bp.get("/s/<token>")
+def result(token):
+    row = _submission(token)
+    if row.state == "processing":
+        return render_template("progress.html", row=row), 200, {"Cache-Control": "no-store"}
+    share_url = url_for("public.result", token=token, _external=True)
+    return render_template("result.html", row=row, d=row.diagnosis or {}, share_url=share_url), 200, {
+        "Cache-Control": "no-store", "X-Robots-Tag": "noindex"}
+
+
+@bp.post("/s/<token>/helpdesk")
+@limiter.limit(submit_limit)
+def helpdesk(token):
+    row = _submission(token)
+    if row.state == "processing":
+        abort(409)
+    send_to_helpdesk(row, request.form.get("contact", ""), request.form.get("message", ""))
+    flash("Sent to the helpdesk. Keep this page's link: the helpdesk sees the same diagnosis.")
+    return redirect(url_for("public.result", token=token, _anchor="helpdesk"), code=303)
+
+
+@bp.get("/healthz")
+def healthz():
+    try:
+        db.session().execute(text("SELECT 1"))
+    except Exception:
+        return jsonify(status="error", database="unreachable"), 503
+    return jsonify(status="ok")

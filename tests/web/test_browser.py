@@ -1,0 +1,88 @@
+"""End to end in a real headless Chromium (Debian's; never a downloaded browser)."""
+import os
+import shutil
+import tempfile
+import threading
+from pathlib import Path
+
+import pytest
+from conftest import OOM_LOG, PASSWORD, add_staff, close_app, make_app, required
+
+ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+        "--disable-component-update", "--no-first-run"]
+
+
+def _chromium():
+    path = os.environ.get("CHROMIUM_PATH") or shutil.which("chromium") or "/usr/bin/chromium"
+    if not os.path.exists(path):
+        if required("browser"):
+            pytest.fail(f"REQUIRE_BROWSER=1 but no chromium at {path}")
+        pytest.skip("chromium not installed")
+    try:
+        from playwright.sync_api import sync_playwright  # noqa: F401
+    except ImportError:
+        if required("browser"):
+            raise
+        pytest.skip("playwright not installed")
+    return path
+
+
+@pytest.fixture
+def live_server(tmp_path, web_kb):
+    from werkzeug.serving import make_server
+    app = make_app(f"sqlite:///{tmp_path}/e2e.sqlite3", tmp_path, web_kb, WTF_CSRF_ENABLED=True,
+                   SERVER_NAME=None)
+    add_staff(app)
+    server = make_server("127.0.0.1", 0, app, threaded=True)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_port}"
+    server.shutdown()
+    close_app(app)
+
+
+def test_paste_read_fix_share_and_triage(live_server):
+    from playwright.sync_api import sync_playwright
+    shots = Path(os.environ.get("SCREENSHOT_DIR") or tempfile.mkdtemp(prefix="troubleshoot-shots-"))
+    shots.mkdir(parents=True, exist_ok=True)
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=_chromium(), args=ARGS)
+        page = browser.new_page(viewport={"width": 1200, "height": 900})
+        page.goto(live_server + "/")
+        page.get_by_label("Paste the log").fill(OOM_LOG + "<script>window.pwned=1</script>\n")
+        page.get_by_role("button", name="Diagnose").click()
+        page.wait_for_url("**/s/*")
+        assert page.get_by_role("heading", name="Demo GPU out of memory").is_visible()
+        assert "#SBATCH --partition=gpu" in page.locator(".fixes code").first.inner_text()
+        assert "CUDA out of memory" in page.locator("mark").first.inner_text()
+        assert page.evaluate("window.pwned") is None  # the <script> in the log stayed text
+        page.screenshot(path=str(shots / "result.png"), full_page=True)
+        share = page.get_by_label("Private link to this result").input_value()
+
+        other = browser.new_context().new_page()  # someone else follows the link
+        other.goto(share)
+        assert other.get_by_role("heading", name="Demo GPU out of memory").is_visible()
+        other.get_by_label("Message (optional)").fill("my job keeps dying")
+        other.get_by_role("button", name="Send to the helpdesk").click()
+        assert other.get_by_text("Sent to the helpdesk").first.is_visible()
+
+        page.goto(live_server + "/staff/")
+        page.get_by_label("Name").fill("alice")
+        page.get_by_label("Password").fill(PASSWORD)
+        page.get_by_role("button", name="Log in").click()
+        page.wait_for_url("**/staff/**")
+        page.get_by_role("link", name="#1").click()
+        page.get_by_label("Status").select_option("in_progress")
+        page.get_by_label("Assignee").select_option(label="alice")
+        page.get_by_label("Internal note (not shown to the user)").fill("asked for the job script")
+        page.get_by_role("button", name="Save").click()
+        assert page.get_by_text("Ticket updated.").is_visible()
+        assert page.get_by_text("asked for the job script").is_visible()
+        page.goto(live_server + "/staff/?status=all")
+        assert page.locator("td .status").first.inner_text() == "In progress"
+        page.screenshot(path=str(shots / "triage.png"), full_page=True)
+        page.goto(live_server + "/staff/figures")
+        page.screenshot(path=str(shots / "figures.png"), full_page=True)
+        browser.close()
+    print(f"screenshots in {shots}")
+    assert (shots / "result.png").stat().st_size > 10_000
