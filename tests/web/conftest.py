@@ -45,7 +45,7 @@ def reset_postgres(url):
 @pytest.fixture(scope="session")
 def web_kb():
     from gpu_troubleshooter.knowledge import load_knowledge_base
-    return load_knowledge_base(extra_dirs=(str(FIXTURE_KB),))
+    return load_knowledge_base(extra_dirs=(str(FIXTURE_KB / "demo"),), bundled=False)  # the demo entries alone: tests must not depend on bundled wording
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])

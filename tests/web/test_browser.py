@@ -53,7 +53,7 @@ def test_paste_read_fix_share_and_triage(live_server):
         page.get_by_role("button", name="Diagnose").click()
         page.wait_for_url("**/s/*")
         assert page.get_by_role("heading", name="Demo GPU out of memory").is_visible()
-        assert "#SBATCH --partition=gpu" in page.locator(".fixes code").first.inner_text()
+        assert "#SBATCH --partition=demo-gpu" in page.locator(".fixes code").first.inner_text()
         assert "CUDA out of memory" in page.locator("mark").first.inner_text()
         assert page.evaluate("window.pwned") is None  # the <script> in the log stayed text
         page.screenshot(path=str(shots / "result.png"), full_page=True)

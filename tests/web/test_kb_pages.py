@@ -14,7 +14,7 @@ def test_fuzzy_search_finds_oom_despite_typo(client):
 
 def test_entry_page_and_404(client):
     html = client.get("/kb/demo-oom").get_data(as_text=True)
-    assert "How to fix it" in html and "#SBATCH --partition=gpu" in html
+    assert "How to fix it" in html and "#SBATCH --partition=demo-gpu" in html
     assert client.get("/kb/no-such-entry").status_code == 404
 
 

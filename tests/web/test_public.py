@@ -20,7 +20,7 @@ def test_paste_shows_fix_first_then_evidence(client):
     assert fix < evidence < values
     assert "<mark>torch.cuda.OutOfMemoryError: CUDA out of memory" in html
     assert "<dd>2.00 GiB</dd>" in html and "Confidence" in html
-    assert '<code class="lang-bash">#SBATCH --partition=gpu</code>' in html
+    assert '<code class="lang-bash">#SBATCH --partition=demo-gpu</code>' in html
     assert "tinygrid" in html  # cluster read from the log
 
 

@@ -1,8 +1,5 @@
 """The one place the web layer gets redaction from."""
-try:
-    from gpu_troubleshooter.redact import redact_lines, redact_text
-except ImportError:  # TEMPORARY: until branch `redact` is merged (see _redact_shim.py)
-    from ._redact_shim import redact_lines, redact_text
+from gpu_troubleshooter.redact import redact_lines, redact_text
 
 
 def redact_str(text):
