@@ -172,6 +172,11 @@ def _smi_value(cell):
     return cell
 
 
+# query fields that are text even when they look like numbers ("550.135", "8.0")
+SMI_TEXT_FIELDS = {"driver_version", "name", "gpu_name", "uuid", "gpu_uuid", "pci.bus_id", "gpu_bus_id", "compute_cap",
+                   "vbios_version", "serial", "gpu_serial", "process_name", "timestamp"}
+
+
 def parse_smi_csv(text):
     """Rows of ``nvidia-smi --query-*=... --format=csv`` as dicts.
 
@@ -192,7 +197,8 @@ def parse_smi_csv(text):
             cells = [c.strip() for c in line.split(",")]
         if len(cells) != len(header):
             continue
-        rows.append({h: _smi_value(c) for h, c in zip(header, cells)})
+        rows.append({h: (None if c.lower() in _NA or c.startswith("[") else c) if h in SMI_TEXT_FIELDS
+                     else _smi_value(c) for h, c in zip(header, cells)})
     return rows
 
 
