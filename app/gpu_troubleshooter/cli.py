@@ -1,0 +1,192 @@
+"""`troubleshoot`: the command line over the engine.
+
+    troubleshoot FILE...            diagnose logs (globs, '-' for stdin, .gz)
+    troubleshoot kb validate [DIR]  check entries and their examples
+    troubleshoot kb list [--json]   list the entries
+    troubleshoot explain ID         one entry for a human
+
+Exit status: 0 no known failure, 1 a failure diagnosed, 2 usage or input error.
+Start-up stays fast: no torch, pynvml or Flask import on these paths.
+"""
+import argparse
+import glob
+import json
+import os
+import sys
+
+from .errors import TroubleshootError
+
+EXIT_CLEAN, EXIT_FOUND, EXIT_ERROR = 0, 1, 2
+SUBCOMMANDS = {}
+
+
+def subcommand(name):
+    def register(fn):
+        SUBCOMMANDS[name] = fn
+        return fn
+    return register
+
+
+def _use_colour(choice, stream):
+    if choice == "always":
+        return True
+    if choice == "never" or os.environ.get("NO_COLOR") or os.environ.get("TERM") == "dumb":
+        return False
+    return stream.isatty()
+
+
+def _load_kb(extra_dirs):
+    from .knowledge import load_knowledge_base
+    kb = load_knowledge_base(extra_dirs)
+    for problem in kb.problems:
+        print(f"troubleshoot: warning: knowledge base: {problem}", file=sys.stderr)
+    return kb
+
+
+def _expand(paths):
+    out = []
+    for p in paths:
+        if p != "-" and not os.path.exists(p) and glob.has_magic(p):
+            matched = sorted(glob.glob(p))
+            out += matched or [p]
+        else:
+            out.append(p)
+    return out
+
+
+def diagnose_parser():
+    p = argparse.ArgumentParser(
+        prog="troubleshoot",
+        description="Diagnose a failed GPU/ML job from its log: which known failure it shows, and how to fix it.",
+        epilog="Other commands: troubleshoot kb validate|list, troubleshoot explain ID. "
+               "Exit status: 0 no known failure, 1 failure diagnosed, 2 usage or input error.")
+    p.add_argument("files", nargs="+", metavar="FILE", help="job log(s): plain, .gz, a glob such as 'slurm-*.out', or - for stdin")
+    p.add_argument("--json", action="store_true", help="one JSON object per file on stdout (schema 1)")
+    p.add_argument("--kb", action="append", default=[], metavar="DIR", help="extra knowledge-base folder (adds or overrides entries)")
+    p.add_argument("--color", choices=("auto", "always", "never"), default="auto")
+    p.add_argument("--lang", default="en", help="language of causes and fixes where entries have it (default en)")
+    p.add_argument("--facts", metavar="FILE", help="facts JSON from `troubleshoot probe --json`, to confirm or rule out findings")
+    return p
+
+
+def run_diagnose(argv):
+    args = diagnose_parser().parse_args(argv)
+    try:
+        kb = _load_kb(args.kb)
+        facts = _read_facts(args.facts) if args.facts else None
+    except TroubleshootError as e:
+        print(f"troubleshoot: {e}", file=sys.stderr)
+        return EXIT_ERROR
+    from .engine import diagnose_path
+    from .render import Style, as_json, human
+    style = Style(_use_colour(args.color, sys.stdout))
+    status = EXIT_CLEAN
+    files = _expand(args.files)
+    for n, path in enumerate(files):
+        try:
+            diagnosis = diagnose_path(path, kb, facts=facts)
+        except TroubleshootError as e:
+            print(f"troubleshoot: {e}", file=sys.stderr)
+            if args.json:
+                print(as_json({"schema": 1, "source": path, "error": str(e), "findings": []}))
+            status = EXIT_ERROR
+            continue
+        if args.json:
+            print(as_json(diagnosis.to_dict(args.lang)))
+        else:
+            if n:
+                print()
+            print(human(diagnosis, style, args.lang))
+        if diagnosis.findings and status != EXIT_ERROR:
+            status = EXIT_FOUND
+    return status
+
+
+def _read_facts(path):
+    from .errors import LogInputError
+    try:
+        with open(path, encoding="utf-8") as f:
+            facts = json.load(f)
+    except OSError as e:
+        raise LogInputError(f"{path}: cannot read facts file: {e.strerror or e}") from None
+    except json.JSONDecodeError as e:
+        raise LogInputError(f"{path}: not a facts JSON file (line {e.lineno}: {e.msg}); make it with `troubleshoot probe --json > facts.json`") from None
+    if not isinstance(facts, dict):
+        raise LogInputError(f"{path}: a facts file holds one JSON object")
+    return facts
+
+
+@subcommand("kb")
+def run_kb(argv):
+    p = argparse.ArgumentParser(prog="troubleshoot kb", description="Work with the knowledge base.")
+    sub = p.add_subparsers(dest="action", required=True)
+    v = sub.add_parser("validate", help="check every entry and its examples; problems as FILE:LINE: message")
+    v.add_argument("dir", nargs="?", help="a site folder of entries to check (default: the bundled knowledge base)")
+    v.add_argument("--no-examples", action="store_true", help="check the entries only, not their example logs")
+    ls = sub.add_parser("list", help="list the entries")
+    ls.add_argument("--json", action="store_true")
+    ls.add_argument("--kb", action="append", default=[], metavar="DIR")
+    args = p.parse_args(argv)
+    if args.action == "validate":
+        from .validate import validate
+        problems, summary = validate(args.dir, check_examples=not args.no_examples)
+        for problem in problems:
+            print(problem)
+        print(summary if not problems else f"{len(problems)} problem(s); {summary}", file=sys.stderr if problems else sys.stdout)
+        return 1 if problems else 0
+    try:
+        kb = _load_kb(args.kb)
+    except TroubleshootError as e:
+        print(f"troubleshoot: {e}", file=sys.stderr)
+        return EXIT_ERROR
+    from .text import localised
+    rows = [{"id": e.id, "title": localised(e.data["title"]), "area": e.area, "tags": e.data["tags"],
+             "severity": e.data["severity"], "path": e.path} for e in kb.entries]
+    if args.json:
+        print(json.dumps(rows, ensure_ascii=False, indent=1))
+    else:
+        width = max((len(r["id"]) for r in rows), default=0)
+        for r in rows:
+            print(f"{r['id']:<{width}}  {r['title']}")
+    return 0
+
+
+@subcommand("explain")
+def run_explain(argv):
+    p = argparse.ArgumentParser(prog="troubleshoot explain", description="Show one knowledge-base entry: causes and fixes.")
+    p.add_argument("id")
+    p.add_argument("--kb", action="append", default=[], metavar="DIR")
+    p.add_argument("--lang", default="en")
+    args = p.parse_args(argv)
+    try:
+        kb = _load_kb(args.kb)
+    except TroubleshootError as e:
+        print(f"troubleshoot: {e}", file=sys.stderr)
+        return EXIT_ERROR
+    entry = kb.get(args.id)
+    if entry is None:
+        from rapidfuzz import process
+        guess = process.extractOne(args.id, [e.id for e in kb.entries])
+        hint = f" Did you mean '{guess[0]}'?" if guess and guess[1] > 60 else ""
+        print(f"troubleshoot: no entry '{args.id}'.{hint} `troubleshoot kb list` lists them.", file=sys.stderr)
+        return EXIT_ERROR
+    from .render import Style, explain
+    print(explain(entry, kb.site, args.lang, Style(_use_colour("auto", sys.stdout))))
+    return 0
+
+
+def main(argv=None):
+    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        if argv and argv[0] in SUBCOMMANDS:
+            return SUBCOMMANDS[argv[0]](argv[1:])
+        return run_diagnose(argv)
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:  # `troubleshoot big.log | head`
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_CLEAN
+
+
+if __name__ == "__main__":
+    sys.exit(main())

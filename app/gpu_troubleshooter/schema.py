@@ -1,0 +1,228 @@
+"""The knowledge-base entry schema, checked field by field with file and line.
+
+Problems are returned, never raised, so `kb validate` can list all of them.
+docs/knowledge-schema.md is the human description of the same rules.
+"""
+import re
+from dataclasses import dataclass
+
+try:  # Python 3.11 moved the regex parser; the old names warn
+    from re import _constants as sre_constants, _parser as sre_parse
+except ImportError:  # pragma: no cover - Python < 3.11
+    import sre_constants
+    import sre_parse
+
+ID_RE = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
+TOP_KEYS = {
+    "id": True, "title": True, "summary": True, "tags": True, "severity": True,
+    "signatures": True, "phrases": False, "exclude": False, "values": False,
+    "causes": True, "fixes": True, "leads_to": False, "references": False, "facts": False,
+}
+SEVERITIES = {"error", "warning"}
+SIGNATURE_KEYS = {"regex", "literal", "weight", "case"}
+FIX_KEYS = {"title", "text", "code"}
+CODE_LANGS = {"bash", "python", "sbatch", "text", "dockerfile", "yaml", "console", "pbs"}
+
+
+@dataclass(frozen=True)
+class Problem:
+    file: str
+    line: int
+    message: str
+
+    def __str__(self):
+        return f"{self.file}:{self.line}: {self.message}"
+
+
+class NodeLines:
+    """Line numbers of a composed YAML document, looked up by key path."""
+
+    def __init__(self, node):
+        self.node = node
+
+    def line(self, *path):
+        node, best = self.node, self.node
+        for key in path:
+            child = None
+            if node is not None and node.id == "mapping":
+                for k, v in node.value:
+                    if k.value == key:
+                        best, child = k, v
+                        break
+            elif node is not None and node.id == "sequence" and isinstance(key, int) and key < len(node.value):
+                child = best = node.value[key]
+            if child is None:
+                break
+            node = child
+        return (best.start_mark.line + 1) if best is not None else 1
+
+
+def is_text(value):
+    if isinstance(value, str):
+        return bool(value.strip())
+    return isinstance(value, dict) and isinstance(value.get("en"), str) and all(isinstance(v, str) for v in value.values())
+
+
+def _has_nested_unbounded_repeat(parsed, inside_unbounded=False):
+    """True for (a+)+ shapes, which make a backtracking engine exponential."""
+    for op, arg in parsed:
+        if op in (sre_constants.MAX_REPEAT, sre_constants.MIN_REPEAT):
+            lo, hi, sub = arg
+            unbounded = hi == sre_constants.MAXREPEAT or hi > 1000
+            if unbounded and inside_unbounded:
+                return True
+            if _has_nested_unbounded_repeat(sub, inside_unbounded or unbounded):
+                return True
+        elif op == sre_constants.SUBPATTERN:
+            if _has_nested_unbounded_repeat(arg[-1], inside_unbounded):
+                return True
+        elif op == sre_constants.BRANCH:
+            if any(_has_nested_unbounded_repeat(b, inside_unbounded) for b in arg[1]):
+                return True
+    return False
+
+
+def regex_problem(pattern, for_scanner):
+    """Why `pattern` is unusable, or None. Scanner patterns must also suit Hyperscan."""
+    try:
+        parsed = sre_parse.parse(pattern)
+        re.compile(pattern)
+    except (re.error, sre_constants.error) as e:
+        return f"regex does not compile: {e}"
+    if _has_nested_unbounded_repeat(parsed):
+        return "regex has a nested unbounded repeat such as (a+)+ and could backtrack forever; bound the inner or outer repeat"
+    if for_scanner:
+        if re.search(r"\(\?[=!<]|\\[1-9]|\(\?P", pattern):
+            return "signature regex uses look-around, a backreference or a named group; the linear-time scanner cannot run it (put named groups in `values`)"
+        if re.compile(pattern).match(""):
+            return "signature regex matches the empty string, so it would match every line"
+    return None
+
+
+def check_entry(data, lines: NodeLines, path: str, stem: str):
+    """Every schema problem of one parsed entry."""
+    out = []
+
+    def bad(message, *key):
+        out.append(Problem(path, lines.line(*key), message))
+
+    if not isinstance(data, dict):
+        return [Problem(path, 1, "an entry must be a YAML mapping of keys to values")]
+    for key in data:
+        if key not in TOP_KEYS:
+            bad(f"unknown key '{key}' (known: {', '.join(TOP_KEYS)})", key)
+    for key, required in TOP_KEYS.items():
+        if required and key not in data:
+            bad(f"missing required key '{key}'")
+    entry_id = data.get("id")
+    if "id" in data:
+        if not isinstance(entry_id, str) or not ID_RE.match(entry_id):
+            bad("id must be lowercase letters, digits and '-'", "id")
+        elif entry_id != stem:
+            bad(f"id '{entry_id}' must equal the file name '{stem}'", "id")
+    for key in ("title", "summary"):
+        if key in data and not is_text(data[key]):
+            bad(f"'{key}' must be a non-empty string or a {{en: ..., <lang>: ...}} map", key)
+    if isinstance(data.get("title"), str) and len(data["title"]) > 80:
+        bad("title is longer than 80 characters", "title")
+    if "tags" in data and not (isinstance(data["tags"], list) and data["tags"] and all(isinstance(t, str) for t in data["tags"])):
+        bad("tags must be a non-empty list of strings", "tags")
+    if "severity" in data and data["severity"] not in SEVERITIES:
+        bad(f"severity must be one of {sorted(SEVERITIES)}", "severity")
+    out += _check_patterns(data.get("signatures"), "signatures", lines, path, required=True)
+    out += _check_patterns(data.get("exclude"), "exclude", lines, path, required=False)
+    phrases = data.get("phrases", [])
+    if not (isinstance(phrases, list) and all(isinstance(p, str) and p.strip() for p in phrases)):
+        bad("phrases must be a list of non-empty strings", "phrases")
+    values = data.get("values", {})
+    if not isinstance(values, dict):
+        bad("values must map a name to a regex with a group of that name", "values")
+    else:
+        for name, rx in values.items():
+            problem = regex_problem(rx, for_scanner=False) if isinstance(rx, str) else "must be a regex string"
+            if problem:
+                bad(f"value '{name}': {problem}", "values", name)
+            elif f"(?P<{name}>" not in rx:
+                bad(f"value '{name}': the regex needs a named group (?P<{name}>...)", "values", name)
+    causes = data.get("causes")
+    if "causes" in data and not (isinstance(causes, list) and causes and all(is_text(c) for c in causes)):
+        bad("causes must be a non-empty list of texts", "causes")
+    fixes = data.get("fixes")
+    if "fixes" in data:
+        if not (isinstance(fixes, list) and fixes):
+            bad("fixes must be a non-empty list", "fixes")
+        else:
+            for i, fix in enumerate(fixes):
+                out += _check_fix(fix, i, lines, path)
+    leads_to = data.get("leads_to", [])
+    if not (isinstance(leads_to, list) and all(isinstance(x, str) for x in leads_to)):
+        bad("leads_to must be a list of entry ids", "leads_to")
+    refs = data.get("references", [])
+    if not isinstance(refs, list) or not all(isinstance(r, dict) and set(r) == {"title", "url"} and str(r["url"]).startswith(("http://", "https://")) for r in refs):
+        bad("references must be a list of {title, url} with an http(s) url", "references")
+    facts = data.get("facts", [])
+    if not isinstance(facts, list):
+        bad("facts must be a list of fact rules", "facts")
+    else:
+        try:
+            from .facts import validate_fact_rule
+        except ImportError:  # the fact evaluator is optional until the probe lands
+            validate_fact_rule = None
+        for i, rule in enumerate(facts):
+            for message in (validate_fact_rule(rule) if validate_fact_rule else []):
+                bad(f"fact rule {i + 1}: {message}", "facts", i)
+    return out
+
+
+def _check_patterns(items, key, lines, path, required):
+    out = []
+    if items is None:
+        return [Problem(path, 1, f"missing '{key}'")] if required else []
+    if not isinstance(items, list) or (required and not items):
+        return [Problem(path, lines.line(key), f"{key} must be a non-empty list")]
+    for i, item in enumerate(items):
+        where = lines.line(key, i)
+        if isinstance(item, str) and key == "exclude":  # shorthand: a bare regex
+            item = {"regex": item}
+        if not isinstance(item, dict):
+            out.append(Problem(path, where, f"{key}[{i + 1}] must be a mapping with 'regex' or 'literal'"))
+            continue
+        unknown = set(item) - SIGNATURE_KEYS
+        if unknown:
+            out.append(Problem(path, where, f"{key}[{i + 1}]: unknown key(s) {sorted(unknown)}"))
+        if ("regex" in item) == ("literal" in item):
+            out.append(Problem(path, where, f"{key}[{i + 1}] needs exactly one of 'regex' or 'literal'"))
+            continue
+        if "regex" in item:
+            problem = regex_problem(item["regex"], for_scanner=True) if isinstance(item["regex"], str) else "regex must be a string"
+            if problem:
+                out.append(Problem(path, where, f"{key}[{i + 1}]: {problem}"))
+        elif not (isinstance(item["literal"], str) and len(item["literal"]) >= 4):
+            out.append(Problem(path, where, f"{key}[{i + 1}]: a literal must be a string of at least 4 characters"))
+        if key == "signatures":
+            w = item.get("weight")
+            if not isinstance(w, (int, float)) or not 0 < w <= 1:
+                out.append(Problem(path, where, f"{key}[{i + 1}]: weight must be a number in (0, 1]"))
+        if "case" in item and not isinstance(item["case"], bool):
+            out.append(Problem(path, where, f"{key}[{i + 1}]: case must be true or false"))
+    return out
+
+
+def _check_fix(fix, i, lines, path):
+    where = lines.line("fixes", i)
+    if not isinstance(fix, dict):
+        return [Problem(path, where, f"fixes[{i + 1}] must be a mapping with title and text")]
+    out = []
+    unknown = set(fix) - FIX_KEYS
+    if unknown:
+        out.append(Problem(path, where, f"fixes[{i + 1}]: unknown key(s) {sorted(unknown)}"))
+    for key in ("title", "text"):
+        if not is_text(fix.get(key)):
+            out.append(Problem(path, where, f"fixes[{i + 1}]: '{key}' must be a non-empty text"))
+    code = fix.get("code")
+    if code is not None:
+        if not (isinstance(code, dict) and set(code) <= {"lang", "text"} and is_text(code.get("text"))):
+            out.append(Problem(path, where, f"fixes[{i + 1}]: code must be {{lang, text}}"))
+        elif code.get("lang", "text") not in CODE_LANGS:
+            out.append(Problem(path, where, f"fixes[{i + 1}]: code lang must be one of {sorted(CODE_LANGS)}"))
+    return out

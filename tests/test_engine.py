@@ -1,0 +1,145 @@
+"""The engine on a small test knowledge base (tests/fixtures/kb/demo), so the
+behaviour under test does not depend on the bundled entries' wording."""
+import bz2
+import gzip
+import io
+import lzma
+from pathlib import Path
+
+import pytest
+
+from gpu_troubleshooter import reader
+from gpu_troubleshooter.engine import diagnose_path, diagnose_stream, diagnose_text
+from gpu_troubleshooter.errors import LogInputError
+from gpu_troubleshooter.knowledge import load_knowledge_base
+
+DEMO = Path(__file__).parent / "fixtures" / "kb" / "demo"
+OOM = "RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB (GPU 0; 15.78 GiB total capacity; 1.20 GiB free)"
+NOISE = "".join(f"step {i} loss 0.{i % 97:02d} lr 3e-4\n" for i in range(2000))
+
+
+@pytest.fixture(scope="module")
+def demo():
+    return load_knowledge_base([DEMO], strict=True, bundled=False)
+
+
+def ids(d):
+    return [f.id for f in d.findings]
+
+
+def test_finds_failure_with_line_number_and_values(demo):
+    d = diagnose_text(NOISE + OOM + "\n", demo)
+    assert ids(d) == ["demo-oom"]
+    f = d.findings[0]
+    assert f.evidence[0].line == 2001 and "CUDA out of memory" in f.evidence[0].text
+    assert dict(f.values) == {"requested": "2.00 GiB", "free": "1.20 GiB"}
+    assert d.lines == 2001
+
+
+def test_clean_log_is_no_known_failure(demo):
+    assert diagnose_text(NOISE, demo).findings == ()
+
+
+def test_one_weak_signal_is_not_reported_but_two_independent_ones_are(demo):
+    assert ids(diagnose_text(NOISE + "Killed\n", demo)) == []
+    assert ids(diagnose_text("Killed\n" + NOISE + "Terminated\n", demo)) == ["demo-weak"]
+
+
+def test_exclusion_discards_harmless_look_alike(demo):
+    assert ids(diagnose_text("max memory allocated: CUDA out of memory guard 3.1 GiB\n", demo)) == []
+
+
+def test_fix_placeholders_filled_from_site_and_values(demo):
+    fix = diagnose_text(OOM + "\n", demo).to_dict()["findings"][0]["fixes"][0]
+    assert fix["title"] == "Use a smaller batch on demo-gpu"
+    assert fix["text"] == "You asked for 2.00 GiB."
+    assert fix["code"]["text"] == "#SBATCH --partition=demo-gpu"
+
+
+def test_root_cause_outranks_its_consequence_even_when_it_comes_later(demo):
+    log = "[rank1] Watchdog caught collective operation timeout\n" + NOISE + OOM + "\n"
+    assert ids(diagnose_text(log, demo)) == ["demo-oom", "demo-nccl"]
+
+
+@pytest.mark.parametrize("damage", [
+    lambda s: f"\x1b[31;1m{s}\x1b[0m",                       # colour
+    lambda s: f"3: {s}",                                      # srun -l
+    lambda s: s + "\r",                                       # CRLF
+    lambda s: "Epoch 1: 10%|#  |\r" * 20000 + s,              # a progress bar in the same "line"
+])
+def test_damaged_text_still_matches_and_evidence_is_clean(demo, damage):
+    d = diagnose_text(NOISE + damage(OOM) + "\n", demo)
+    assert ids(d) == ["demo-oom"]
+    text = d.findings[0].evidence[0].text
+    assert text.startswith("RuntimeError: CUDA out of memory") and "\x1b" not in text and "\r" not in text
+
+
+def test_hard_wrapped_message_still_matches(demo):
+    wrapped = "\n".join(OOM[i:i + 80] for i in range(0, len(OOM), 80))
+    assert ids(diagnose_text(NOISE + wrapped + "\n", demo)) == ["demo-oom"]
+
+
+def test_retyped_message_matches_through_fuzzy_phrase(demo):
+    # "memmory": the literal anchor misses; the weak anchor plus the phrase carry it.
+    d = diagnose_text("RuntimeError: CUDA out of memmory. Tried to allocate 2.00 GiB\n", demo)
+    assert ids(d) == ["demo-oom"] and d.findings[0].confidence >= 0.8
+
+
+@pytest.mark.parametrize("chunk_size", [64, 1000, 4096])
+def test_chunk_boundaries_do_not_lose_or_misnumber_lines(demo, monkeypatch, chunk_size):
+    monkeypatch.setattr(reader, "CHUNK_SIZE", chunk_size)
+    log = NOISE + OOM + "\n" + NOISE
+    d = diagnose_text(log, demo)
+    assert ids(d) == ["demo-oom"] and d.findings[0].evidence[0].line == 2001
+    assert d.lines == 4001
+
+
+@pytest.mark.parametrize("compress", [gzip.compress, bz2.compress, lzma.compress])
+def test_compressed_logs_are_read_transparently(demo, tmp_path, compress):
+    path = tmp_path / "slurm-1.out.gz"
+    path.write_bytes(compress((NOISE + OOM + "\n").encode()))
+    assert ids(diagnose_path(path, demo)) == ["demo-oom"]
+
+
+def test_non_utf8_bytes_are_tolerated(demo):
+    raw = b"caf\xe9 \xff\xfe broken bytes\n" + OOM.encode() + b"\n"
+    assert ids(diagnose_stream(io.BytesIO(raw), demo)) == ["demo-oom"]
+
+
+@pytest.mark.parametrize("content,words", [
+    (b"", "empty"),
+    (b"\x7fELF\x02\x01\x01" + b"\x00" * 100, "executable"),
+    (b"PK\x03\x04" + b"\x00" * 100, "zip"),
+    (bytes(range(256)) * 20, "binary"),
+    (b"\x1f\x8b\x08\x00garbage", "gzip"),
+])
+def test_bad_input_is_one_clear_error(demo, tmp_path, content, words):
+    path = tmp_path / "bad.log"
+    path.write_bytes(content)
+    with pytest.raises(LogInputError, match=words):
+        diagnose_path(path, demo)
+
+
+def test_missing_file_and_directory(demo, tmp_path):
+    with pytest.raises(LogInputError, match="no such file"):
+        diagnose_path(tmp_path / "nope.out", demo)
+    with pytest.raises(LogInputError, match="directory"):
+        diagnose_path(tmp_path, demo)
+
+
+def test_python_fallback_scanner_agrees_with_hyperscan(demo, monkeypatch):
+    from gpu_troubleshooter import engine, scanner
+    log = NOISE + "3: " + OOM + "\n[rank1] Watchdog caught collective operation timeout\n"
+    expected = [(f.id, [e.line for e in f.evidence]) for f in diagnose_text(log, demo).findings]
+    monkeypatch.setattr(scanner, "hyperscan", None)
+    monkeypatch.setattr(engine, "_COMPILED", {})
+    assert engine.compile_kb(demo).scanner.backend == "python-re"
+    got = [(f.id, [e.line for e in f.evidence]) for f in diagnose_text(log, demo).findings]
+    assert got == expected and got
+
+
+def test_memory_kept_per_entry_is_bounded(demo):
+    from gpu_troubleshooter.engine import KEEP_HITS, compile_kb
+    d = diagnose_text(OOM + "\n" * 2 + (OOM + "\n") * 5000, demo)
+    assert ids(d) == ["demo-oom"] and len(d.findings[0].evidence) <= 8
+    assert KEEP_HITS * 2 < 5000  # the test above really exercised the bound

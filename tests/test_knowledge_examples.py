@@ -1,0 +1,39 @@
+"""Every entry's example logs through the real engine: must-match logs rank
+the entry first, near misses do not show it at all."""
+from pathlib import Path
+
+import pytest
+
+from gpu_troubleshooter.engine import diagnose_path
+from gpu_troubleshooter.knowledge import bundled_dir, collect, entry_files, parse_entry
+
+
+def _cases():
+    by_id, _ = collect()
+    for entry in sorted(by_id.values(), key=lambda e: e.id):
+        for kind in ("must-match", "must-not-match"):
+            for path in entry.examples(kind):
+                yield pytest.param(entry.id, kind, path, id=f"{entry.id}/{kind}/{path.name}")
+
+
+@pytest.mark.parametrize("entry_id,kind,path", list(_cases()))
+def test_example(kb, entry_id, kind, path):
+    ids = [f.id for f in diagnose_path(path, kb).findings]
+    if kind == "must-match":
+        assert ids and ids[0] == entry_id, f"{path.name}: expected {entry_id} first, got {ids or 'no known failure'}"
+    else:
+        assert entry_id not in ids, f"{path.name}: near miss diagnosed as {entry_id} ({ids})"
+
+
+@pytest.mark.parametrize("path", entry_files(bundled_dir()), ids=lambda p: p.stem)
+def test_entry_is_valid_and_has_examples(path):
+    entry, problems = parse_entry(path)
+    assert not problems, "\n".join(map(str, problems))
+    assert len(entry.examples("must-match")) >= 3, f"{entry.id} needs 3 must-match examples"
+    assert len(entry.examples("must-not-match")) >= 2, f"{entry.id} needs 2 near misses"
+
+
+def test_bundled_kb_validates_cleanly():
+    from gpu_troubleshooter.validate import validate
+    problems, summary = validate()
+    assert not problems, "\n".join(map(str, problems))
