@@ -40,7 +40,7 @@ SCHEMA_ID = "hpc-gpu-troubleshooter/probe-facts"
 SCHEMA_VERSION = 1
 PROBE_VERSION = "1.0"
 
-DEFAULT_TIMEOUT = 2.5      # seconds for each framework import / tool call batch
+DEFAULT_TIMEOUT = 2.7      # seconds for framework imports and each tool call: the ladder prints in < 3 s
 IDLE_UTIL_PCT = 5          # a sample at or below this GPU utilisation counts as idle
 SMALL_SHM_MIB = 1024       # /dev/shm below this is "small" for data loaders
 MARK = "@@GPU-PROBE@@"     # prefix of the JSON line a framework child prints
@@ -1427,9 +1427,9 @@ def _notes(f):
     return out
 
 
-def main(argv=None):
+def build_parser(prog="node_probe.py"):
     ap = argparse.ArgumentParser(
-        prog="node_probe.py",
+        prog=prog,
         description="Check a GPU node the way a helpdesk engineer would: GPU node? GPU allocated? "
                     "seen by the system? by the framework? used by the code?")
     ap.add_argument("--json", action="store_true", help="print all facts as JSON (docs/probe-facts.md)")
@@ -1440,18 +1440,30 @@ def main(argv=None):
     ap.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT,
                     help="seconds to wait for each framework import / tool (default %(default)s)")
     ap.add_argument("--python", help="inspect the frameworks of this Python instead of the running one")
-    ap.add_argument("-o", "--output", help="also write the JSON facts to this file")
+    ap.add_argument("-o", "--output", metavar="FILE", help="also write the JSON facts to FILE")
+    return ap
+
+
+def collect_from_args(args):
+    return collect(sample_seconds=args.sample, pid=args.pid, interval=max(0.1, args.interval),
+                   timeout=max(0.1, args.timeout), python=args.python)
+
+
+def to_json(facts):
+    return json.dumps(facts, indent=2, default=str)
+
+
+def main(argv=None):
+    ap = build_parser()
     args = ap.parse_args(argv)
     if args.pid is not None and not args.sample:
         ap.error("--pid needs --sample SECONDS")
-    facts = collect(sample_seconds=args.sample, pid=args.pid, interval=max(0.1, args.interval),
-                    timeout=max(0.1, args.timeout), python=args.python)
-    text = json.dumps(facts, indent=2, sort_keys=False, default=str)
+    facts = collect_from_args(args)
     if args.output:
         with open(args.output, "w") as fh:
-            fh.write(text + "\n")
+            fh.write(to_json(facts) + "\n")
     if args.json:
-        print(text)
+        print(to_json(facts))
     else:
         print(render(facts, color=sys.stdout.isatty() and not os.environ.get("NO_COLOR")))
     return 0
