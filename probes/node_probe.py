@@ -1067,12 +1067,7 @@ def derive(facts):
     torch = facts.get("torch")
     gpu = facts.get("gpu", {})
     if not isinstance(torch, dict) or is_unknown(torch) or not torch.get("installed"):
-        why = torch["unknown"] if is_unknown(torch) else "torch is not installed in this Python"
-        if isinstance(torch, dict) and not is_unknown(torch):
-            torch["missing_archs"] = unknown(why)
-            torch["arch_supported"] = unknown(why)
-            torch["driver_too_old"] = unknown(why)
-        return facts
+        return facts        # torch.* paths then read as "not reported": no rule about torch applies
     # architecture coverage: capabilities from torch itself, else from NVML/nvidia-smi
     caps = [d["capability"] for d in torch.get("devices") or [] if isinstance(d.get("capability"), str)]
     if not caps:
