@@ -24,6 +24,7 @@ from .scanner import Scanner
 REPORT_THRESHOLD = 0.5   # below this combined confidence: "no known failure"
 FUZZY_FLOOR = 0.80       # a phrase similarity below this adds nothing
 FUZZY_WEIGHT = 0.95      # what a perfect phrase match is worth on its own
+FUZZY_LIFT = 0.45        # how far a phrase can lift one weak signature's weight
 KEEP_HITS = 40           # per entry: the first and the last this many lines
 SHOWN_EVIDENCE = 8
 
@@ -50,7 +51,7 @@ class CompiledKnowledgeBase:
             self.entries.append(_CompiledEntry(
                 entry=entry,
                 exclude=tuple(re.compile(x.pattern, 0 if x.case_sensitive else re.IGNORECASE) for x in entry.exclude),
-                values=tuple((name, re.compile(rx)) for name, rx in entry.values),
+                values=tuple((name, re.compile(rx, re.IGNORECASE)) for name, rx in entry.values),
                 phrases=tuple(p.lower() for p in entry.phrases),
             ))
         self.scanner = Scanner(patterns)
@@ -142,8 +143,8 @@ def _score(ce, entry_hits):
         line_weight = 0.0
         for si in sigs:
             w = entry.signatures[si].weight
-            if sim >= FUZZY_FLOOR:
-                w = max(w, FUZZY_WEIGHT * sim)
+            if sim >= FUZZY_FLOOR:  # a known message, reworded or retyped
+                w = max(w, min(FUZZY_WEIGHT * sim, w + FUZZY_LIFT))
             best_weight[si] = max(best_weight.get(si, 0.0), w)
             line_weight = max(line_weight, w)
         scored.append((line_weight, hit.line_no, text))

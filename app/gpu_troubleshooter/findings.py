@@ -35,7 +35,7 @@ class Finding:
         out = []
         for fix in self.entry.data["fixes"]:
             item = {"title": fill_placeholders(localised(fix["title"], lang), site, values),
-                    "text": fill_placeholders(localised(fix["text"], lang), site, values).strip()}
+                    "text": fill_placeholders(localised(fix.get("text", ""), lang), site, values).strip()}
             if fix.get("code"):
                 item["code"] = {"lang": fix["code"].get("lang", "text"),
                                 "text": fill_placeholders(localised(fix["code"]["text"], lang), site, values).rstrip("\n")}

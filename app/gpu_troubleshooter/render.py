@@ -84,7 +84,7 @@ def explain(entry, site, lang="en", style=Style(False)):
     out += ["", style("Why it happens:", "bold")] + [f"  - {localised(c, lang)}" for c in data["causes"]]
     out += ["", style("How to fix it:", "bold")]
     fixes = [{"title": fill_placeholders(localised(f["title"], lang), site, {}),
-              "text": fill_placeholders(localised(f["text"], lang), site, {}).strip(),
+              "text": fill_placeholders(localised(f.get("text", ""), lang), site, {}).strip(),
               **({"code": {"lang": f["code"].get("lang", "text"), "text": fill_placeholders(localised(f["code"]["text"], lang), site, {}).rstrip()}} if f.get("code") else {})}
              for f in data["fixes"]]
     out += render_fixes(fixes, style)

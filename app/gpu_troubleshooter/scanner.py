@@ -44,8 +44,8 @@ class Scanner:
             self.backend, self._any = "none", None
         elif self._db is None:
             self.backend = "python-re"
-            self._any = re.compile("|".join(f"(?:{p})" if cs else f"(?i:{p})" for p, cs in self.patterns).encode())
-            self._each = [re.compile(p.encode(), 0 if cs else re.IGNORECASE) for p, cs in self.patterns]
+            self._any = re.compile("|".join(f"(?:{p})" if cs else f"(?i:{p})" for p, cs in self.patterns).encode(), re.MULTILINE)
+            self._each = [re.compile(p.encode(), re.MULTILINE | (0 if cs else re.IGNORECASE)) for p, cs in self.patterns]
 
     def _hyperscan_db(self):
         key = hashlib.sha256(repr((hyperscan.__version__, self.patterns)).encode()).hexdigest()[:24]

@@ -216,9 +216,10 @@ def _check_fix(fix, i, lines, path):
     unknown = set(fix) - FIX_KEYS
     if unknown:
         out.append(Problem(path, where, f"fixes[{i + 1}]: unknown key(s) {sorted(unknown)}"))
-    for key in ("title", "text"):
-        if not is_text(fix.get(key)):
-            out.append(Problem(path, where, f"fixes[{i + 1}]: '{key}' must be a non-empty text"))
+    if not is_text(fix.get("title")):
+        out.append(Problem(path, where, f"fixes[{i + 1}]: 'title' must be a non-empty text"))
+    if not is_text(fix.get("text")) and not fix.get("code"):
+        out.append(Problem(path, where, f"fixes[{i + 1}]: needs a 'text', a 'code' block, or both"))
     code = fix.get("code")
     if code is not None:
         if not (isinstance(code, dict) and set(code) <= {"lang", "text"} and is_text(code.get("text"))):
