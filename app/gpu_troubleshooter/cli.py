@@ -4,6 +4,7 @@
     troubleshoot kb validate [DIR]  check entries and their examples
     troubleshoot kb list [--json]   list the entries
     troubleshoot explain ID         one entry for a human
+    troubleshoot probe [--json]     check this node: GPU node? allocated? seen? used?
     troubleshoot serve | staff | db the web service (needs the `web` extra)
 
 Exit status: 0 no known failure, 1 a failure diagnosed, 2 usage or input error.
@@ -66,7 +67,9 @@ def diagnose_parser():
     p.add_argument("--kb", action="append", default=[], metavar="DIR", help="extra knowledge-base folder (adds or overrides entries)")
     p.add_argument("--color", choices=("auto", "always", "never"), default="auto")
     p.add_argument("--lang", default="en", help="language of causes and fixes where entries have it (default en)")
-    p.add_argument("--facts", metavar="FILE", help="facts JSON from `troubleshoot probe --json`, to confirm or rule out findings")
+    where = p.add_mutually_exclusive_group()
+    where.add_argument("--facts", metavar="FILE", help="facts JSON from `troubleshoot probe --json`, to confirm or rule out findings")
+    where.add_argument("--probe", action="store_true", help="run the node probe here first and use its facts (like --facts)")
     return p
 
 
@@ -75,6 +78,9 @@ def run_diagnose(argv):
     try:
         kb = _load_kb(args.kb)
         facts = _read_facts(args.facts) if args.facts else None
+        if args.probe:
+            from .probes.node_probe import collect
+            facts = collect()
     except TroubleshootError as e:
         print(f"troubleshoot: {e}", file=sys.stderr)
         return EXIT_ERROR
@@ -190,6 +196,48 @@ def _web_subcommand(name):
 
 for _name in ("serve", "staff", "db"):
     SUBCOMMANDS[_name] = _web_subcommand(_name)
+@subcommand("probe")
+def run_probe(argv):
+    """The node probe (probes/node_probe.py) plus what the knowledge base makes of its facts alone."""
+    from .probes import node_probe
+    p = node_probe.build_parser("troubleshoot probe")
+    p.add_argument("--kb", action="append", default=[], metavar="DIR", help="extra knowledge-base folder")
+    p.add_argument("--color", choices=("auto", "always", "never"), default="auto")
+    args = p.parse_args(argv)
+    if args.pid is not None and not args.sample:
+        p.error("--pid needs --sample SECONDS")
+    facts = node_probe.collect_from_args(args)
+    if args.output:
+        with open(args.output, "w", encoding="utf-8") as f:
+            f.write(node_probe.to_json(facts) + "\n")
+    if args.json:
+        print(node_probe.to_json(facts))
+        return EXIT_CLEAN
+    colour = _use_colour(args.color, sys.stdout)
+    print(node_probe.render(facts, color=colour))
+    found = _facts_alone(facts, args.kb)
+    if found:
+        print()
+        print("Known failures these facts show on their own (no log needed):")
+        for title, fid, why in found:
+            print(f"  - {fid}: {title}")
+            print(f"      because {why}")
+            print(f"      `troubleshoot explain {fid}` for the fixes")
+    return EXIT_FOUND if found else EXIT_CLEAN
+
+
+def _facts_alone(facts, extra_dirs):
+    """(title, id, because) of the KB entries whose `alone` fact rules hold."""
+    try:
+        from .knowledge import load_knowledge_base
+        from .engine import diagnose_text
+        from .text import localised
+        kb = load_knowledge_base(extra_dirs)
+        d = diagnose_text("troubleshoot probe: facts only, no job log\n", kb, source="probe", facts=facts)
+    except Exception as e:  # the ladder is already printed; the KB is a bonus here
+        print(f"troubleshoot: note: knowledge base not consulted: {e}", file=sys.stderr)
+        return []
+    return [(localised(f.entry.data["title"]), f.id, "; ".join(f.confirmed_by)) for f in d.findings]
 
 
 def main(argv=None):

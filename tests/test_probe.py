@@ -1,0 +1,236 @@
+"""The node probe, run for real on this machine (no GPU, CPU build of torch,
+NVML library absent) and against recorded nvidia-smi outputs replayed by a
+stand-in `nvidia-smi` on PATH."""
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from probe_helpers import PROBE, ROOT, fake_nvidia_smi, has_torch, validate
+
+from gpu_troubleshooter.probes import node_probe
+
+
+def rung(facts, key):
+    return next(r for r in facts["ladder"] if r["id"] == key)
+
+
+def run_probe(*args, env=None, python=sys.executable, timeout=60):
+    full = {**os.environ, **(env or {})}
+    t0 = time.time()
+    p = subprocess.run([python, *args], capture_output=True, text=True, env=full, timeout=timeout, cwd=ROOT)
+    return p, time.time() - t0
+
+
+# --- the real machine ----------------------------------------------------------
+
+
+def test_cpu_build_of_torch_is_reported_from_facts():
+    if not has_torch():
+        pytest.skip("torch not installed (set REQUIRE_TORCH=1 to make this a failure)")
+    facts = node_probe.collect(timeout=60)
+    t = facts["torch"]
+    assert t["installed"] is True
+    assert t["cuda_build"] is None, "this test expects the CPU build of torch"
+    assert t["cuda_available"] is False
+    assert t["version"].startswith("2.")
+    r = rung(facts, "framework-sees-gpu")
+    assert r["status"] == "fail"
+    assert "CPU-only build" in r["reason"]
+    assert "download.pytorch.org/whl/cu" in r["fix"]
+    validate(facts)
+
+
+def test_nvml_absent_is_a_reason_and_the_gpu_rung_fails_cleanly(monkeypatch, tmp_path):
+    monkeypatch.setenv("PATH", str(tmp_path))          # no nvidia-smi either
+    facts = node_probe.collect(timeout=5, frameworks=())
+    gpu = facts["gpu"]
+    assert gpu["nvml_error"], "NVML is absent on this machine: the probe must say why"
+    assert ("NVML Shared Library Not Found" in gpu["nvml_error"]) or ("pynvml is not importable" in gpu["nvml_error"])
+    assert "unknown" in gpu["count"] and "nvidia-smi not found" in gpu["count"]["unknown"]
+    r = rung(facts, "system-sees-gpu")
+    assert r["status"] == "fail" and "NVML" in r["reason"] and r["fix"]
+    assert rung(facts, "gpu-node")["status"] == "fail"
+    validate(facts)
+
+
+def test_json_output_of_troubleshoot_probe_validates_against_schema():
+    p, _ = run_probe("-m", "gpu_troubleshooter", "probe", "--json", "--timeout", "60")
+    assert p.returncode == 0, p.stderr
+    facts = json.loads(p.stdout)
+    assert facts["schema"] == "hpc-gpu-troubleshooter/probe-facts" and facts["version"] == 1
+    validate(facts)
+
+
+def test_troubleshoot_probe_prints_the_ladder_in_under_3_seconds():
+    p, wall = run_probe("-m", "gpu_troubleshooter", "probe", "--color", "never")
+    assert p.returncode in (0, 1), p.stderr
+    for n, q in enumerate(("Am I on a GPU node?", "Did the scheduler give me a GPU?", "Does the system see it?",
+                           "Does my framework see it?", "Does my code use it?"), 1):
+        assert "%d. %s" % (n, q) in p.stdout
+    assert wall < 3.5, "troubleshoot probe took %.2f s (interpreter start included)" % wall
+    import re
+    took = float(re.search(r"^\((\d+\.\d+) s; `--json`", p.stdout, re.M).group(1))
+    assert took < 3.0, p.stdout
+
+
+def test_single_file_runs_with_no_third_party_package(tmp_path):
+    """python3 -I node_probe.py in a bare venv: standard library only."""
+    base = getattr(sys, "_base_executable", None) or sys.executable
+    bare = tmp_path / "bare"
+    subprocess.run([base, "-m", "venv", "--without-pip", str(bare)], check=True, timeout=120)
+    py = str(bare / "bin" / "python")
+    probe_copy = tmp_path / "node_probe.py"           # a user copies the one file anywhere
+    probe_copy.write_bytes(PROBE.read_bytes())
+    p, _ = run_probe("-I", str(probe_copy), "--json", python=py)
+    assert p.returncode == 0, p.stderr
+    facts = json.loads(p.stdout)
+    assert facts["torch"] == {"installed": False, "import_error": "No module named 'torch' in %s" % py} or \
+        facts["torch"]["installed"] is False
+    assert "pynvml is not importable" in facts["gpu"]["nvml_error"]
+    assert rung(facts, "framework-sees-gpu")["status"] == "unknown"
+    validate(facts)
+    p, _ = run_probe("-I", str(probe_copy), python=py)
+    assert p.returncode == 0 and "1. Am I on a GPU node?" in p.stdout, p.stderr
+
+
+# --- never a hang ----------------------------------------------------------------
+
+
+def test_a_hung_nvidia_smi_cannot_hang_the_probe(monkeypatch, tmp_path):
+    fake_nvidia_smi(tmp_path / "bin", hang=True)
+    monkeypatch.setenv("PATH", str(tmp_path / "bin"))
+    t0 = time.time()
+    facts = node_probe.collect(timeout=1.0, frameworks=())
+    assert time.time() - t0 < 6
+    assert "did not finish within 1.0 s" in facts["gpu"]["count"]["unknown"]
+    validate(facts)
+
+
+def test_a_hung_framework_import_cannot_hang_the_probe(tmp_path):
+    pkg = tmp_path / "hang" / "torch"
+    pkg.mkdir(parents=True)
+    (pkg / "__init__.py").write_text("import time\ntime.sleep(120)\n")
+    p, wall = run_probe(str(PROBE), "--json", "--timeout", "1", env={"PYTHONPATH": str(tmp_path / "hang")})
+    assert p.returncode == 0, p.stderr
+    assert wall < 8
+    facts = json.loads(p.stdout)
+    assert "did not finish" in facts["torch"]["unknown"]
+    r = rung(facts, "framework-sees-gpu")
+    assert r["status"] == "unknown" and "--timeout" in r["fix"]
+    validate(facts)
+
+
+# --- recorded nvidia-smi outputs, replayed ----------------------------------------
+
+
+def test_gpu_facts_from_recorded_nvidia_smi_when_nvml_fails(monkeypatch, tmp_path):
+    fake_nvidia_smi(tmp_path / "bin")
+    monkeypatch.setenv("PATH", str(tmp_path / "bin"))
+    facts = node_probe.collect(timeout=10, frameworks=())
+    gpu = facts["gpu"]
+    assert gpu["source"] == "nvidia-smi"
+    assert gpu["driver_version"] == "580.173.02" and gpu["cuda_driver_version"] == "13.0"
+    assert gpu["count"] == 1
+    d = gpu["devices"][0]
+    assert d["name"] == "NVIDIA H200" and d["compute_capability"] == "9.0"
+    assert d["memory_total_mib"] == 143771 and d["memory_used_mib"] == 0 and d["utilization_pct"] == 0
+    assert d["ecc_uncorrected_volatile"] == 0 and d["processes"] == []
+    assert rung(facts, "system-sees-gpu")["status"] == "pass"
+    validate(facts)
+
+
+def test_sample_reports_an_idle_gpu(monkeypatch, tmp_path):
+    fake_nvidia_smi(tmp_path / "bin")
+    monkeypatch.setenv("PATH", str(tmp_path / "bin"))
+    facts = node_probe.collect(sample_seconds=1.0, interval=0.25, timeout=10, frameworks=())
+    s = facts["sample"]
+    assert s["source"] == "nvidia-smi" and s["samples"] >= 2
+    assert s["gpus"][0]["idle_fraction"] == 1.0 and s["max_idle_fraction"] == 1.0
+    assert s["summary"].startswith("GPU 0 idle 100% of 1 s")
+    r = rung(facts, "code-uses-gpu")
+    assert r["status"] == "fail" and "idle 100%" in r["reason"]
+    validate(facts)
+
+
+def test_sample_one_pid(monkeypatch, tmp_path):
+    fake_nvidia_smi(tmp_path / "bin")
+    monkeypatch.setenv("PATH", str(tmp_path / "bin"))
+    busy = node_probe.collect(sample_seconds=0.5, interval=0.25, pid=5267, timeout=10, frameworks=())
+    # `pmon -c 1` replays both recorded samples (sm 7 and 8 %)
+    assert busy["sample"]["gpus"][0]["util_max_pct"] == 8 and busy["sample"]["pid"] == 5267
+    assert rung(busy, "code-uses-gpu")["status"] == "pass"
+    absent = node_probe.collect(sample_seconds=0.5, interval=0.25, pid=424242, timeout=10, frameworks=())
+    assert absent["sample"]["gpus"] == [] and "was not seen on any GPU" in absent["sample"]["summary"]
+    assert rung(absent, "code-uses-gpu")["status"] == "fail"
+    validate(busy)
+    validate(absent)
+
+
+def test_sample_without_any_gpu_tool_says_why(monkeypatch, tmp_path):
+    monkeypatch.setenv("PATH", str(tmp_path))
+    facts = node_probe.collect(sample_seconds=0.2, timeout=5, frameworks=())
+    assert "cannot sample" in facts["sample"]["unknown"]
+    assert rung(facts, "code-uses-gpu")["status"] == "unknown"
+
+
+# --- scheduler facts ----------------------------------------------------------------
+
+
+def test_slurm_job_with_gres():
+    s = node_probe.collect_scheduler({"SLURM_JOB_ID": "123", "SLURM_JOB_PARTITION": "gpu", "SLURM_GPUS_ON_NODE": "2",
+                                      "SLURM_JOB_GPUS": "0,1", "CUDA_VISIBLE_DEVICES": "0,1"})
+    assert (s["kind"], s["in_job"], s["gpus_requested"], s["visible_device_count"]) == ("slurm", True, 2, 2)
+    assert s["gpus_requested_source"] == "SLURM_GPUS_ON_NODE" and s["gpu_env"]["SLURM_JOB_GPUS"] == "0,1"
+
+
+def test_slurm_job_without_gpu_and_with_empty_visible_devices():
+    none = node_probe.collect_scheduler({"SLURM_JOB_ID": "7", "SLURM_JOB_PARTITION": "cpu"})
+    assert none["gpus_requested"] == 0 and "no Slurm GPU variable" in none["gpus_requested_source"]
+    hidden = node_probe.collect_scheduler({"SLURM_JOB_ID": "8", "SLURM_GPUS": "a100:1", "CUDA_VISIBLE_DEVICES": ""})
+    assert hidden["gpus_requested"] == 1 and hidden["visible_device_count"] == 0
+    assert node_probe.visible_device_count("NoDevFiles") == 0
+    assert node_probe.visible_device_count("0,-1,2") == 1
+    assert node_probe.visible_device_count(None) is None
+    assert node_probe.collect_scheduler({"SLURM_JOB_ID": "9", "SLURM_TRES_PER_TASK": "cpu=4,gres/gpu:2"})["gpus_requested"] == 2
+
+
+def test_pbs_and_no_scheduler():
+    pbs = node_probe.collect_scheduler({"PBS_JOBID": "42.pbs", "PBS_QUEUE": "gpuq", "NGPUS": "4"})
+    assert (pbs["kind"], pbs["partition"], pbs["gpus_requested"]) == ("pbs", "gpuq", 4)
+    assert "qstat" in node_probe.collect_scheduler({"PBS_JOBID": "43"})["gpus_requested"]["unknown"]
+    outside = node_probe.collect_scheduler({})
+    assert outside["in_job"] is False and "not inside" in outside["gpus_requested"]["unknown"]
+
+
+def test_ladder_for_a_job_that_asked_for_no_gpu(monkeypatch, tmp_path):
+    monkeypatch.setenv("PATH", str(tmp_path))
+    facts = node_probe.collect(timeout=5, frameworks=(), env={"SLURM_JOB_ID": "55", "SLURM_JOB_PARTITION": "cpu"})
+    r = rung(facts, "gpu-allocated")
+    assert r["status"] == "fail" and "asked for no GPU" in r["reason"] and "--gres=gpu:1" in r["fix"]
+    text = node_probe.render(facts)
+    assert "Slurm job 55, partition cpu" in text
+
+
+# --- derived facts -----------------------------------------------------------------
+
+
+def test_arch_coverage_and_driver_age():
+    assert node_probe.arch_supported("8.6", ["sm_80", "sm_90"])          # same major, newer minor
+    assert not node_probe.arch_supported("9.0", ["sm_70", "sm_80", "sm_86"])
+    assert node_probe.arch_supported("9.0", ["sm_80", "compute_80"])     # PTX JIT
+    assert not node_probe.arch_supported("6.0", ["sm_70", "compute_70"])
+    facts = {"gpu": {"cuda_driver_version": "11.4", "devices": [{"compute_capability": "9.0"}]},
+             "torch": {"installed": True, "cuda_build": "12.1", "arch_list": ["sm_50", "sm_60", "sm_70", "sm_80"],
+                       "devices": [], "warnings": []}}
+    node_probe.derive(facts)
+    assert facts["torch"]["missing_archs"] == ["sm_90"] and facts["torch"]["arch_supported"] is False
+    assert facts["torch"]["driver_too_old"] is True
+    facts["gpu"]["cuda_driver_version"] = "12.0"
+    node_probe.derive(facts)
+    assert facts["torch"]["driver_too_old"] is False        # minor-version compatibility
+    assert node_probe.torch_wheel_hint("12.2") == "cu121" and node_probe.torch_wheel_hint("11.4") == "cu118"
