@@ -5,7 +5,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from conftest import run_cli
+from support import run_cli
 
 DEMO = Path(__file__).parent / "fixtures" / "kb" / "demo"
 OOM = "RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB (GPU 0; 1.20 GiB free)\n"

@@ -126,7 +126,7 @@ def test_fact_confirms_and_rules_out_a_log_finding(kb):
 
 
 def test_json_shows_which_facts_supported_which_finding(tmp_path):
-    from conftest import run_cli
+    from support import run_cli
     (tmp_path / "facts.json").write_text(json.dumps(CPU_TORCH))
     (tmp_path / "job.log").write_text("demo: no CUDA GPUs are available\n")
     p = run_cli(tmp_path / "job.log", "--facts", tmp_path / "facts.json", "--json", env={"TROUBLESHOOT_BUNDLED_KB": "0",
@@ -144,7 +144,7 @@ def test_real_probe_facts_make_the_cpu_build_finding_alone(tmp_path):
     """troubleshoot LOG --probe on this machine: its real CPU torch is a finding with no log evidence."""
     if not has_torch():
         pytest.skip("torch not installed (set REQUIRE_TORCH=1 to make this a failure)")
-    from conftest import run_cli
+    from support import run_cli
     (tmp_path / "job.log").write_text("epoch 1 loss 0.3\n")
     p = run_cli(tmp_path / "job.log", "--probe", "--json", env={"TROUBLESHOOT_BUNDLED_KB": "0",
                                                                 "TROUBLESHOOT_KB": str(FACTS_KB)})

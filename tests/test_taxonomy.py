@@ -2,7 +2,7 @@
 import pytest
 import yaml
 
-from conftest import SHARED
+from support import SHARED
 
 
 def test_every_taxonomy_class_has_an_entry(kb):
