@@ -141,3 +141,14 @@ def test_every_fact_rule_in_the_bundled_kb_is_valid_and_names_a_documented_fact(
             assert validate_fact_rule(rule) == [], entry.id
             for path in paths(rule["when"]):
                 assert "`%s`" % path in doc, "%s: fact %s is not documented in docs/probe-facts.md" % (entry.id, path)
+
+
+def test_gpu_arch_missing_from_build_is_a_finding_from_facts_alone_and_a_full_build_rules_it_out(kb):
+    from gpu_troubleshooter.engine import diagnose_text
+    facts = {"schema": 1, "torch": {"installed": True, "cuda_build": "11.8", "arch_supported": False, "missing_archs": ["sm_120"]}}
+    ids = [f.id for f in diagnose_text("training...\n", kb, facts=facts).findings]
+    assert ids == ["gpu-arch-unsupported"]
+    facts["torch"].update(arch_supported=True, missing_archs=[])
+    log = "UserWarning: NVIDIA RTX PRO 6000 with CUDA capability sm_120 is not compatible with the current PyTorch installation.\n"
+    assert [f.id for f in diagnose_text(log, kb).findings][:1] == ["gpu-arch-unsupported"]
+    assert "gpu-arch-unsupported" not in [f.id for f in diagnose_text(log, kb, facts=facts).findings]
