@@ -7,6 +7,7 @@ An entry in a later folder with the same id replaces the earlier one.
 import hashlib
 import os
 import pickle
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
@@ -102,7 +103,7 @@ def parse_entry(path: Path):
 
 
 def _pattern(item):
-    return item["regex"] if "regex" in item else __import__("re").escape(item["literal"])
+    return item["regex"] if "regex" in item else re.escape(item["literal"])
 
 
 def _entry(data, path):

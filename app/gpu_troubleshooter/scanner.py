@@ -11,6 +11,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from .normalize import segment_at
+
 try:
     import hyperscan
 except ImportError:  # no wheel for this platform: the portable fallback
@@ -115,7 +117,6 @@ class Scanner:
 
     @staticmethod
     def _hit(chunk, line_no, start, offset, pids):
-        from .normalize import segment_at
         end = chunk.find(b"\n", offset)
         end = len(chunk) if end < 0 else end
         prev_start = chunk.rfind(b"\n", 0, max(start - 1, 0)) + 1 if start > 0 else start
