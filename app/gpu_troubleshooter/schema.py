@@ -17,10 +17,15 @@ TOP_KEYS = {
     "id": True, "title": True, "summary": True, "tags": True, "severity": True,
     "signatures": True, "phrases": False, "exclude": False, "values": False,
     "causes": True, "fixes": True, "leads_to": False, "references": False, "facts": False,
+    # Optional fields added after schema 1; an entry without them loads unchanged.
+    "schema": False, "actor": False, "refines": False, "aliases": False, "checked": False, "draft": False,
 }
+SCHEMA_VERSIONS = {1, 2}
+ACTORS = {"user", "site"}
+SCHEDULERS = {"slurm", "pbs", "lsf"}
 SEVERITIES = {"error", "warning"}
 SIGNATURE_KEYS = {"regex", "literal", "weight", "case"}
-FIX_KEYS = {"title", "text", "code"}
+FIX_KEYS = {"title", "text", "code", "when", "scheduler"}
 CODE_LANGS = {"bash", "python", "sbatch", "text", "dockerfile", "yaml", "console", "pbs"}
 
 
@@ -160,6 +165,7 @@ def check_entry(data, lines: NodeLines, path: str, stem: str):
     refs = data.get("references", [])
     if not isinstance(refs, list) or not all(isinstance(r, dict) and set(r) == {"title", "url"} and str(r["url"]).startswith(("http://", "https://")) for r in refs):
         bad("references must be a list of {title, url} with an http(s) url", "references")
+    out += _check_optional(data, bad)
     facts = data.get("facts", [])
     if not isinstance(facts, list):
         bad("facts must be a list of fact rules", "facts")
@@ -172,6 +178,29 @@ def check_entry(data, lines: NodeLines, path: str, stem: str):
             for message in (validate_fact_rule(rule) if validate_fact_rule else []):
                 bad(f"fact rule {i + 1}: {message}", "facts", i)
     return out
+
+
+def _check_optional(data, bad):
+    """The optional fields of schema 2: actor, refines, aliases, checked, draft."""
+    if "schema" in data and data["schema"] not in SCHEMA_VERSIONS:
+        bad(f"schema must be one of {sorted(SCHEMA_VERSIONS)} (this version of the troubleshooter knows no other)", "schema")
+    if "actor" in data and data["actor"] not in ACTORS:
+        bad(f"actor must be one of {sorted(ACTORS)}: who can fix it, the user or the site", "actor")
+    if "refines" in data and not (isinstance(data["refines"], str) and ID_RE.match(data["refines"])):
+        bad("refines must be the id of the broader entry this one is a finer case of", "refines")
+    aliases = data.get("aliases", [])
+    if not (isinstance(aliases, list) and all(isinstance(a, str) and ID_RE.match(a) for a in aliases)):
+        bad("aliases must be a list of ids (e.g. merged candidate ids)", "aliases")
+    checked = data.get("checked")
+    if checked is not None and not (
+        isinstance(checked, dict) and set(checked) <= {"date", "versions"}
+        and re.fullmatch(r"\d{4}-\d{2}(-\d{2})?", str(checked.get("date", "")))
+        and isinstance(checked.get("versions", []), list)
+    ):
+        bad("checked must be {date: YYYY-MM-DD, versions: [\"torch 2.9\", ...]}: when the wording and fix were last checked", "checked")
+    if "draft" in data and not isinstance(data["draft"], bool):
+        bad("draft must be true or false", "draft")
+    return []
 
 
 def _check_patterns(items, key, lines, path, required):
@@ -220,6 +249,10 @@ def _check_fix(fix, i, lines, path):
         out.append(Problem(path, where, f"fixes[{i + 1}]: 'title' must be a non-empty text"))
     if not is_text(fix.get("text")) and not fix.get("code"):
         out.append(Problem(path, where, f"fixes[{i + 1}]: needs a 'text', a 'code' block, or both"))
+    if "scheduler" in fix and fix["scheduler"] not in SCHEDULERS:
+        out.append(Problem(path, where, f"fixes[{i + 1}]: scheduler must be one of {sorted(SCHEDULERS)}"))
+    if "when" in fix and not isinstance(fix["when"], (dict, list)):
+        out.append(Problem(path, where, f"fixes[{i + 1}]: when must be a condition (see docs/knowledge-schema.md)"))
     code = fix.get("code")
     if code is not None:
         if not (isinstance(code, dict) and set(code) <= {"lang", "text"} and is_text(code.get("text"))):
