@@ -1,0 +1,179 @@
+"""The lines that most likely ended a job, when no known failure explains it.
+
+The scan pass reports a few generic shapes (PATTERNS) alongside the entries'
+signatures; a KeyLineCollector keeps a bounded number of each shape as the
+log streams by (flat memory: a deque per kind, the state of the traceback
+being read) and, at the end, names the few lines a human would look at:
+the last Python exception with the innermost frame of the user's own code, a
+C++ abort, a crash signal, the launcher's or the scheduler's verdict, and the
+last `error:` lines. Harmless look-alikes (warnings, progress bars) never take
+a slot, so a flood of them cannot push the real ending out.
+"""
+from __future__ import annotations
+
+import re
+from collections import deque
+from dataclasses import dataclass
+from typing import Deque, Dict, List, Optional, Tuple
+
+# (kind, regex) for the scanner: linear-time patterns, matched case-sensitively.
+PATTERNS: Tuple[Tuple[str, str], ...] = (
+    ("traceback", r"Traceback \(most recent call last\)"),
+    ("frame", r'File "[^"\n]{1,400}", line \d+'),
+    ("exception", r"(?:^|[\s:\]>|])(?:[A-Za-z_][A-Za-z0-9_]{0,60}\.){0,6}[A-Z][A-Za-z0-9_]{0,80}"
+                  r"(?:Error|Exception|Interrupt|Exit|Failure|Fault)\b(?::|$|\r|\n)"),
+    ("abort", r"terminate called after throwing an instance of|terminate called without an active exception|what\(\): "),
+    ("crash", r"Segmentation fault|Bus error|core dumped|Fatal Python error|Aborted \(core dumped\)|"
+              r"[Ss]ignal (?:11|6|7|9) ?\((?:SIGSEGV|SIGABRT|SIGBUS|SIGKILL)\)|received signal SIG[A-Z]+|"
+              r"Illegal instruction|Floating point exception"),
+    ("launcher", r"ChildFailedError|Root Cause \(first observed failure\)|exitcode\s*: -?\d+|"
+                 r"mpirun noticed that process|Primary job\s+terminated normally, but"),
+    ("scheduler", r"srun: error: |slurmstepd: error: |=>> PBS: |TERM_[A-Z]+:|Exited with exit code \d+"),
+    ("error", r"(?:^|[\s\]>:|])(?:error|ERROR|Error|FATAL|Fatal|CRITICAL)(?::| -|\])"),
+)
+
+KEEP_PER_KIND = 12      # the last this many lines of each kind
+MAX_SHOWN = 5
+MAX_TEXT = 300          # a key line is shown whole up to this; longer ones are cut with an ellipsis
+
+# Lines that look like errors but are not what ended a job.
+HARMLESS = re.compile(
+    r"Warning\b|warnings\.warn|DeprecationWarning|FutureWarning|UserWarning|\[W [\w.]+:\d+\]|"
+    r"^[IW]\d{4} |^[IW] (?:tensorflow|external)/|\bit/s\]|\d+%\|[#█▏▎▍▌▋▊▉ ]*\||"
+    r"(?:error|loss)[_ ]?(?:rate)?\s*[:=]\s*[\d.]+(?:e-?\d+)?\s*(?:[,|]|$)|"
+    r"0 errors?\b|no errors?\b|errors?: 0\b|error_handler|on_error|ignore_errors",
+    re.IGNORECASE,
+)
+_SITE_PACKAGES = re.compile(r"[/\\](?:site|dist)-packages[/\\]([A-Za-z0-9_]+)")
+_STDLIB = re.compile(r"[/\\]lib[/\\]python\d\.\d+[/\\]([A-Za-z0-9_]+)")
+_FRAME = re.compile(r'File "(?P<path>[^"]+)", line (?P<line>\d+)(?:, in (?P<func>\S+))?')
+_EXC = re.compile(r"(?P<type>(?:[A-Za-z_][A-Za-z0-9_]*\.)*[A-Z][A-Za-z0-9_]*(?:Error|Exception|Interrupt|Exit|Failure|Fault))(?::\s?(?P<msg>.*)|\s*$)")
+_NEAR = 4   # an exception line this close after a frame closes that traceback
+
+
+@dataclass(frozen=True)
+class Frame:
+    path: str
+    line: int
+    function: str
+
+    @property
+    def package(self) -> Optional[str]:
+        m = _SITE_PACKAGES.search(self.path) or _STDLIB.search(self.path)
+        return m.group(1) if m else None
+
+
+@dataclass(frozen=True)
+class KeyLine:
+    line: int                        # 1-based line number in the log
+    text: str                        # the cleaned line, cut to MAX_TEXT with an ellipsis
+    kind: str                        # exception, abort, crash, launcher, scheduler, error
+    origin: str                      # "your code", "a library", "the scheduler", "the system", "unknown"
+    exception: Optional[str] = None  # "ValueError", "torch.OutOfMemoryError"
+    package: Optional[str] = None    # the package that raised it, when a frame says so
+    frame: Optional[str] = None      # "train.py:88 in step": the innermost frame of the user's own code
+
+    def to_dict(self) -> Dict[str, object]:
+        return {"line": self.line, "text": self.text, "kind": self.kind, "origin": self.origin,
+                "exception": self.exception, "package": self.package, "frame": self.frame}
+
+    @property
+    def explanation(self) -> str:
+        """One line a person can act on, said generically."""
+        if self.kind == "exception":
+            where = f" in {self.package}" if self.package and self.origin == "a library" else ""
+            at = f"; your code called it at {self.frame}" if self.frame and self.origin == "a library" else (
+                f" at {self.frame}" if self.frame else "")
+            return f"Python raised {self.exception}{where}{at}"
+        return {
+            "abort": "a C++ library aborted the program",
+            "crash": "the process crashed (a signal, not a Python exception)",
+            "launcher": "the launcher reports which rank failed first",
+            "scheduler": "the scheduler's verdict on the job",
+        }.get(self.kind, "an error line near the end of the log")
+
+
+def _cut(text: str) -> str:
+    return text if len(text) <= MAX_TEXT else text[: MAX_TEXT - 1] + "…"
+
+
+def _is_user_frame(frame: Frame) -> bool:
+    return frame.package is None and not frame.path.startswith("<")
+
+
+class KeyLineCollector:
+    """Fed (line number, cleaned text, kind) in log order; bounded memory."""
+
+    def __init__(self) -> None:
+        self._kept: Dict[str, Deque[KeyLine]] = {k: deque(maxlen=KEEP_PER_KIND) for k, _ in PATTERNS}
+        self._frames: List[Frame] = []          # the traceback being read (innermost last), bounded
+        self._last_frame_line = -10
+        self._in_traceback = False
+
+    def feed_kinds(self, line_no: int, text: str, kinds) -> None:
+        """One line that matched several shapes: the generic `error` shape
+        only counts when nothing more specific matched."""
+        specific = [k for k in kinds if k != "error"]
+        for kind in specific or kinds:
+            self.feed(line_no, text, kind)
+
+    def feed(self, line_no: int, text: str, kind: str) -> None:
+        if kind == "traceback":
+            self._frames, self._in_traceback = [], True
+            return
+        if kind == "frame":
+            m = _FRAME.search(text)
+            if m:
+                frame = Frame(m.group("path"), int(m.group("line")), m.group("func") or "?")
+                if not self._in_traceback:  # a frame with no header seen: start afresh
+                    self._frames, self._in_traceback = [], True
+                self._frames = (self._frames + [frame])[-64:]
+                self._last_frame_line = line_no
+            return
+        if kind == "exception":
+            self._exception(line_no, text)
+            return
+        if kind == "error" and HARMLESS.search(text):
+            return
+        origin = {"scheduler": "the scheduler", "crash": "the system", "launcher": "the launcher",
+                  "abort": "a library"}.get(kind, "unknown")
+        self._kept[kind].append(KeyLine(line_no, _cut(text), kind, origin))
+
+    def _exception(self, line_no: int, text: str) -> None:
+        m = _EXC.search(text)
+        if m is None or HARMLESS.search(m.group("type")):
+            return
+        closes = self._in_traceback and 0 < line_no - self._last_frame_line <= _NEAR
+        exc = m.group("type")
+        package = exc.split(".")[0] if "." in exc else None
+        frame_text, origin = None, "unknown"
+        if closes and self._frames:
+            innermost = self._frames[-1]
+            user = next((f for f in reversed(self._frames) if _is_user_frame(f)), None)
+            package = innermost.package or package
+            origin = "your code" if _is_user_frame(innermost) else "a library"
+            if user is not None:
+                frame_text = f"{user.path.rsplit('/', 1)[-1]}:{user.line} in {user.function}"
+            self._in_traceback = False
+        elif not closes:
+            # an exception named outside a traceback (a log message): weaker evidence
+            origin = "unknown"
+        kind = "exception" if closes else "error"
+        self._kept[kind].append(KeyLine(line_no, _cut(text), kind, origin, exc, package, frame_text))
+
+    def result(self) -> Tuple[KeyLine, ...]:
+        """The few lines that most likely ended the job, cause first."""
+        picked: List[KeyLine] = []
+        order = ("exception", "abort", "crash", "launcher", "scheduler", "error")
+        for kind in order:
+            kept = self._kept[kind]
+            if not kept:
+                continue
+            take = 1 if kind in ("exception", "launcher") else 2
+            picked.extend(list(kept)[-take:])
+        seen, out = set(), []
+        for key in picked:
+            if key.line not in seen:
+                seen.add(key.line)
+                out.append(key)
+        return tuple(out[:MAX_SHOWN])

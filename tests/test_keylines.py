@@ -1,0 +1,134 @@
+"""Key lines of unknown failures: the collector alone, fed as the scan feeds it.
+
+Exception names, messages and paths are generated at random so that nothing
+about the answer can be hard-coded; the noise holds progress bars, harmless
+warnings and metric lines with the word "error" in them.
+"""
+import random
+import re
+import string
+
+import pytest
+
+from gpu_troubleshooter.keylines import PATTERNS, KeyLineCollector
+from gpu_troubleshooter.normalize import clean
+
+COMPILED = [(kind, re.compile(rx, re.MULTILINE)) for kind, rx in PATTERNS]
+
+
+def collect(lines):
+    """What the engine does with scanner hits: feed each matching line with its kinds."""
+    collector = KeyLineCollector()
+    for n, raw in enumerate(lines, 1):
+        kinds = [kind for kind, rx in COMPILED if rx.search(raw)]
+        if kinds:
+            collector.feed_kinds(n, clean(raw), kinds)
+    return collector.result()
+
+
+def word(rng, n=8):
+    return "".join(rng.choice(string.ascii_lowercase) for _ in range(n))
+
+
+def noise(rng, count):
+    out = []
+    for i in range(count):
+        pick = rng.random()
+        if pick < 0.3:
+            out.append(f"Epoch {i % 7}: {rng.randint(0, 100)}%|{'#' * rng.randint(0, 10)}| {i}/999 [00:{i % 60:02d}<01:00, 3.1it/s]")
+        elif pick < 0.4:
+            out.append(f"/opt/conda/lib/python3.11/site-packages/{word(rng)}/x.py:12: UserWarning: {word(rng)} is deprecated")
+        elif pick < 0.45:
+            out.append("[W socket.cpp:663] [c10d] The client socket has failed to connect to [::ffff:10.0.0.1]:29500 (errno: 98)")
+        elif pick < 0.5:
+            out.append(f"step {i} loss={rng.random():.4f} val_error: {rng.random():.3f} lr=3e-4")
+        elif pick < 0.55:
+            out.append(f"2026-01-0{i % 9 + 1} 12:00:00 WARNING {word(rng)}: retrying in 5 s")
+        else:
+            out.append(f"[rank{i % 4}]: INFO {word(rng)} {word(rng, 4)} step={i}")
+    return out
+
+
+def exception_name(rng):
+    return word(rng, 1).upper() + word(rng, rng.randint(4, 12)) + rng.choice(["Error", "Exception", "Failure"])
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_application_exception_names_user_frame_and_library(seed):
+    rng = random.Random(seed)
+    exc, msg, pkg, user_file = exception_name(rng), " ".join(word(rng) for _ in range(5)), word(rng, 6), word(rng, 7) + ".py"
+    tail = [
+        "Traceback (most recent call last):",
+        f'  File "/home/u/proj/{user_file}", line {rng.randint(10, 900)}, in main',
+        "    run(cfg)",
+        f'  File "/home/u/proj/{user_file}", line 77, in run',
+        "    out = model(batch)",
+        f'  File "/home/u/.local/lib/python3.11/site-packages/{pkg}/core.py", line 41, in forward',
+        "    raise " + exc + "(msg)",
+        f"{pkg}.errors.{exc}: {msg}",
+        "srun: error: gpu-a017: task 0: Exited with exit code 1",
+    ]
+    lines = noise(rng, 10_000) + tail + noise(rng, 10_000)
+    keys = collect(lines)
+    assert keys, "the exception line must be named"
+    first = keys[0]
+    assert first.kind == "exception"
+    assert first.line == 10_000 + 8
+    assert first.exception == f"{pkg}.errors.{exc}"
+    assert first.package == pkg and first.origin == "a library"
+    assert first.frame == f"{user_file}:77 in run"
+    assert any(k.kind == "scheduler" and "Exited with exit code 1" in k.text for k in keys)
+    assert all("%|" not in k.text and "Warning" not in k.text and "val_error" not in k.text for k in keys)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_exception_in_users_own_code(seed):
+    rng = random.Random(100 + seed)
+    exc = exception_name(rng)
+    lines = noise(rng, 20_000) + [
+        "Traceback (most recent call last):",
+        '  File "/scratch/u/run.py", line 12, in <module>',
+        "    check(x)",
+        f"{exc}: {word(rng)} {word(rng)}",
+    ]
+    first = collect(lines)[0]
+    assert (first.exception, first.origin, first.frame) == (exc, "your code", "run.py:12 in <module>")
+
+
+def test_segfault_reported_by_srun():
+    rng = random.Random(7)
+    lines = noise(rng, 20_000) + ["srun: error: gpu-b03: task 2: Segmentation fault (core dumped)"]
+    keys = collect(lines)
+    assert [k.line for k in keys] == [20_001]
+    assert keys[0].kind == "crash" and keys[0].origin == "the system"
+
+
+def test_cpp_abort():
+    rng = random.Random(8)
+    msg = " ".join(word(rng) for _ in range(4))
+    lines = noise(rng, 20_000) + [
+        "terminate called after throwing an instance of 'std::runtime_error'",
+        f"  what():  {msg}",
+        "Aborted (core dumped)",
+    ]
+    keys = collect(lines)
+    assert keys[0].kind == "abort" and keys[0].line in (20_001, 20_002)
+    assert any(msg in k.text for k in keys)
+    assert any(k.kind == "crash" for k in keys)
+
+
+def test_clean_log_has_no_key_lines():
+    rng = random.Random(9)
+    assert collect(noise(rng, 20_000) + ["Training finished. Saved checkpoint to /scratch/u/ckpt.pt"]) == ()
+
+
+def test_a_flood_of_harmless_lines_cannot_push_the_error_out():
+    rng = random.Random(10)
+    lines = ["ERROR: could not open /scratch/u/data/shard-0007.bin"] + [f"step {i} train_error: 0.{i % 10}" for i in range(50_000)]
+    keys = collect(lines)
+    assert [k.line for k in keys] == [1]
+
+
+def test_long_line_is_cut_with_an_ellipsis():
+    keys = collect(["RuntimeError: " + "x" * 10_000])
+    assert keys and keys[0].text.endswith("…") and len(keys[0].text) <= 300
