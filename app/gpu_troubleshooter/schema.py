@@ -20,7 +20,7 @@ TOP_KEYS = {
     # Optional fields added after schema 1; an entry without them loads unchanged.
     "schema": False, "actor": False, "refines": False, "aliases": False, "checked": False, "draft": False,
 }
-SCHEMA_VERSIONS = {1, 2}
+SCHEMA_VERSIONS = {1, 2}  # model.SCHEMA_VERSION is the newest
 ACTORS = {"user", "site"}
 SCHEDULERS = {"slurm", "pbs", "lsf"}
 SEVERITIES = {"error", "warning"}
@@ -34,9 +34,10 @@ class Problem:
     file: str
     line: int
     message: str
+    warning: bool = False   # reported, but the entry loads and `kb validate` still passes
 
     def __str__(self):
-        return f"{self.file}:{self.line}: {self.message}"
+        return f"{self.file}:{self.line}: {'warning: ' if self.warning else ''}{self.message}"
 
 
 class NodeLines:
@@ -87,6 +88,37 @@ def _has_nested_unbounded_repeat(parsed, inside_unbounded=False):
     return False
 
 
+def _re2_problem(pattern):
+    """Why RE2 (linear time, used for exclude and values) cannot take `pattern`, or None."""
+    try:
+        import re2
+    except ImportError:  # pragma: no cover - google-re2 is a dependency; a stripped install still loads
+        return None
+    try:
+        re2.compile(pattern)
+    except Exception as e:  # re2.error, or TypeError/ValueError from the binding; all mean "cannot take it"
+        return f"RE2 cannot run this regex ({e}); write it without look-around, backreferences or atomic groups"
+    return None
+
+
+def scanner_problem(patterns):
+    """Why the Hyperscan scanner rejects this list of (regex, case_sensitive), or None.
+
+    Compiles nothing to disk; None also where Hyperscan is not installed (the
+    fallback then runs the patterns with RE2, checked by regex_problem)."""
+    try:
+        import hyperscan
+    except ImportError:
+        return None
+    flags = [(0 if cs else hyperscan.HS_FLAG_CASELESS) | hyperscan.HS_FLAG_MULTILINE for _, cs in patterns]
+    try:
+        db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
+        db.compile(expressions=[p.encode() for p, _ in patterns], ids=list(range(len(patterns))), flags=flags)
+    except hyperscan.error as e:
+        return str(e) or e.__class__.__name__
+    return None
+
+
 def regex_problem(pattern, for_scanner):
     """Why `pattern` is unusable, or None. Scanner patterns must also suit Hyperscan."""
     try:
@@ -101,7 +133,7 @@ def regex_problem(pattern, for_scanner):
             return "signature regex uses look-around, a backreference or a named group; the linear-time scanner cannot run it (put named groups in `values`)"
         if re.compile(pattern).match(""):
             return "signature regex matches the empty string, so it would match every line"
-    return None
+    return _re2_problem(pattern)
 
 
 def check_entry(data, lines: NodeLines, path: str, stem: str):
@@ -115,7 +147,9 @@ def check_entry(data, lines: NodeLines, path: str, stem: str):
         return [Problem(path, 1, "an entry must be a YAML mapping of keys to values")]
     for key in data:
         if key not in TOP_KEYS:
-            bad(f"unknown key '{key}' (known: {', '.join(TOP_KEYS)})", key)
+            bad(f"unknown key '{key}': this troubleshooter knows schema {max(SCHEMA_VERSIONS)} "
+                f"(keys: {', '.join(TOP_KEYS)}); was the entry written for a newer troubleshooter? "
+                "Upgrade it, or remove the key; the entry is skipped", key)
     for key, required in TOP_KEYS.items():
         if required and key not in data:
             bad(f"missing required key '{key}'")
@@ -170,20 +204,21 @@ def check_entry(data, lines: NodeLines, path: str, stem: str):
     if not isinstance(facts, list):
         bad("facts must be a list of fact rules", "facts")
     else:
-        try:
-            from .facts import validate_fact_rule
-        except ImportError:  # the fact evaluator is optional until the probe lands
-            validate_fact_rule = None
+        from .facts import validate_fact_rule
         for i, rule in enumerate(facts):
-            for message in (validate_fact_rule(rule) if validate_fact_rule else []):
+            for message in validate_fact_rule(rule):
                 bad(f"fact rule {i + 1}: {message}", "facts", i)
     return out
 
 
 def _check_optional(data, bad):
     """The optional fields of schema 2: actor, refines, aliases, checked, draft."""
-    if "schema" in data and data["schema"] not in SCHEMA_VERSIONS:
-        bad(f"schema must be one of {sorted(SCHEMA_VERSIONS)} (this version of the troubleshooter knows no other)", "schema")
+    version = data.get("schema")
+    if "schema" in data and version not in SCHEMA_VERSIONS:
+        newer = isinstance(version, int) and not isinstance(version, bool) and version > max(SCHEMA_VERSIONS)
+        bad(f"schema {version} is newer than this troubleshooter knows ({max(SCHEMA_VERSIONS)}): upgrade the "
+            "troubleshooter to use this entry; it is skipped" if newer else
+            f"schema must be one of {sorted(SCHEMA_VERSIONS)}", "schema")
     if "actor" in data and data["actor"] not in ACTORS:
         bad(f"actor must be one of {sorted(ACTORS)}: who can fix it, the user or the site", "actor")
     if "refines" in data and not (isinstance(data["refines"], str) and ID_RE.match(data["refines"])):
