@@ -157,17 +157,20 @@ def _content_key(folders: Sequence[Path], bundled: Optional[Path]) -> str:
 
 
 _Parsed = tuple[dict[str, Entry], list[Problem], dict[str, Any]]
+_MAGIC = "gpu-troubleshooter-kb"
 
 
-def _valid(obj: Any) -> bool:
-    """A cached result is used only when it has exactly the shape _collect returns."""
-    if not (isinstance(obj, tuple) and len(obj) == 3):
-        return False
-    by_id, problems, site = obj
-    return (isinstance(by_id, dict) and all(isinstance(k, str) and isinstance(v, Entry) and v.id == k
-                                            for k, v in by_id.items())
-            and isinstance(problems, list) and all(isinstance(p, Problem) for p in problems)
-            and isinstance(site, dict))
+def _valid_for(key: str) -> Any:
+    """A check that a cached object is the parse of exactly these files, in the shape _collect returns."""
+    def valid(obj: Any) -> bool:
+        if not (isinstance(obj, tuple) and len(obj) == 5 and obj[0] == _MAGIC and obj[1] == key):
+            return False
+        _, _, by_id, problems, site = obj
+        return (isinstance(by_id, dict) and all(isinstance(k, str) and isinstance(v, Entry) and v.id == k
+                                                for k, v in by_id.items())
+                and isinstance(problems, list) and all(isinstance(p, Problem) for p in problems)
+                and isinstance(site, dict))
+    return valid
 
 
 def collect(extra_dirs: Iterable[Union[str, Path]] = (), bundled: bool = True,
@@ -182,11 +185,11 @@ def _collect_cached(folders: list[Path], cache: Optional[Cache]) -> _Parsed:
     cache = default_cache() if cache is None else cache
     bundled = bundled_dir()
     key = _content_key(folders, bundled)
-    held = cache.load_object("kb", key, _valid)
+    held = cache.load_object("kb", key, _valid_for(key))
     if held is not None:
-        return held  # type: ignore[no-any-return]
+        return held[2], held[3], held[4]
     result = _collect(folders, bundled)
-    cache.store_object("kb", key, result)
+    cache.store_object("kb", key, (_MAGIC, key, *result))
     return result
 
 

@@ -94,10 +94,14 @@ def _re2_problem(pattern):
         import re2
     except ImportError:  # pragma: no cover - google-re2 is a dependency; a stripped install still loads
         return None
+    options = re2.Options()
+    options.log_errors = False  # the problem is reported as FILE:LINE, not logged by RE2 on stderr
     try:
-        re2.compile(pattern)
+        re2.compile(pattern, options)
     except Exception as e:  # re2.error, or TypeError/ValueError from the binding; all mean "cannot take it"
-        return f"RE2 cannot run this regex ({e}); write it without look-around, backreferences or atomic groups"
+        why = e.args[0].decode(errors="replace") if e.args and isinstance(e.args[0], bytes) else str(e)
+        return (f"RE2, which runs it in linear time, cannot take this regex ({why}); no look-around, "
+                "backreferences, atomic groups or repeats above {1000}")
     return None
 
 
