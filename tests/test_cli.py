@@ -46,7 +46,9 @@ def test_human_output_puts_fix_before_evidence_and_no_colour_off_a_tty(tmp_path)
     assert "#SBATCH --partition=demo-gpu" in out and "2 | " not in out and "1 | RuntimeError" in out
     coloured = run_cli("--color", "always", log, env=DEMO_ONLY).stdout.decode()
     assert "\x1b[" in coloured
-    assert "\x1b[" not in run_cli("--color", "always", log, env={**DEMO_ONLY, "NO_COLOR": "1"}).stdout.decode() or True
+    # an explicit --color beats NO_COLOR (no-color.org: command-line flags override it); auto honours it
+    assert "\x1b[" in run_cli("--color", "always", log, env={**DEMO_ONLY, "NO_COLOR": "1"}).stdout.decode()
+    assert "\x1b[" not in run_cli("--color", "never", log, env=DEMO_ONLY).stdout.decode()
 
 
 def test_stdin_gzip_and_globs(tmp_path):

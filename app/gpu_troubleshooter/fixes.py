@@ -9,8 +9,8 @@ three-valued: a fact nobody could read makes `held` None, not False.
 """
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any, Optional
+from collections.abc import Callable, Mapping
+from typing import Any, Optional, cast
 
 from .model import Entry, Fix
 
@@ -31,7 +31,8 @@ def fix_holds(fix: Fix, namespace: Mapping[str, Any], scheduler: Optional[str]) 
             return False
         held = True
     if fix.when is not None:
-        from .facts import evaluate
+        from . import facts
+        evaluate = cast(Callable[[Mapping[str, Any], Mapping[str, Any]], Optional[bool]], facts.evaluate)
         try:
             result = evaluate(fix.when, namespace)
         except (KeyError, TypeError, ValueError, StopIteration):  # a condition `kb validate` would reject

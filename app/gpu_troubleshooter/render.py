@@ -102,8 +102,9 @@ def human(diagnosis, style, lang="en"):
     return "\n".join(lines)
 
 
-def explain(entry, site, lang="en", style=Style(False)):
+def explain(entry, site, lang="en", style=None):
     """One entry for a human, like `rustc --explain`."""
+    style = style or Style(False)
     view = entry_view(entry, lang, site)
     out = [style(f"{view.id}: {view.title}", "bold"), "", view.summary]
     if view.refines:

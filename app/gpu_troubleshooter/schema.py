@@ -7,7 +7,7 @@ import re
 from dataclasses import dataclass
 
 try:  # Python 3.11 moved the regex parser; the old names warn
-    from re import _constants as sre_constants, _parser as sre_parse
+    from re import _constants as sre_constants, _parser as sre_parse  # type: ignore[attr-defined]
 except ImportError:  # pragma: no cover - Python < 3.11
     import sre_constants
     import sre_parse
@@ -201,7 +201,8 @@ def check_entry(data, lines: NodeLines, path: str, stem: str):
     if not (isinstance(leads_to, list) and all(isinstance(x, str) for x in leads_to)):
         bad("leads_to must be a list of entry ids", "leads_to")
     refs = data.get("references", [])
-    if not isinstance(refs, list) or not all(isinstance(r, dict) and set(r) == {"title", "url"} and str(r["url"]).startswith(("http://", "https://")) for r in refs):
+    if not isinstance(refs, list) or not all(
+            isinstance(r, dict) and set(r) == {"title", "url"} and str(r["url"]).startswith(("http://", "https://")) for r in refs):
         bad("references must be a list of {title, url} with an http(s) url", "references")
     out += _check_optional(data, bad)
     facts = data.get("facts", [])
