@@ -110,3 +110,9 @@ def test_start_up_path_imports_no_torch_pynvml_or_flask(tmp_path):
             "print(sorted(m for m in sys.modules if m.split('.')[0] in {'torch', 'pynvml', 'flask', 'tensorflow', 'sqlalchemy'}), file=sys.stderr)") % str(log)
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert r.stderr.strip().splitlines()[-1] == "[]", r.stderr
+
+
+def test_version_has_one_source():
+    from importlib.metadata import version
+    r = run_cli("--version")
+    assert r.returncode == 0 and r.stdout.decode().strip() == f"troubleshoot {version('hpc-gpu-troubleshooter')}"
