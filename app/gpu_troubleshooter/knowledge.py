@@ -19,17 +19,10 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Optional, Union
 
-import yaml
-
 from .cache import Cache, default_cache
 from .errors import KnowledgeBaseError
 from .model import Entry, entry_from_yaml
 from .schema import NodeLines, Problem, check_entry, scanner_problem
-
-try:  # the C loader is several times faster; start-up time matters
-    _Loader: Any = yaml.CSafeLoader
-except AttributeError:  # pragma: no cover - PyYAML built without libyaml
-    _Loader = yaml.SafeLoader
 
 SITE_FILE = "_site.yaml"
 NOT_ENTRIES = {"i18n", "must-match", "must-not-match"}  # folders beside entries that hold no entries
@@ -52,8 +45,9 @@ class KnowledgeBase:
 
 
 def bundled_dir() -> Path:
-    from importlib.resources import files
-    return Path(str(files("gpu_troubleshooter.knowledge_data")))
+    # the package's own folder (importlib.resources costs more start-up time than the whole warm diagnosis)
+    from . import knowledge_data
+    return Path(knowledge_data.__file__).parent
 
 
 def kb_folders(extra_dirs: Iterable[Union[str, Path]] = (), bundled: bool = True) -> list[Path]:
@@ -94,9 +88,11 @@ def read_yaml(path: Path) -> tuple[Any, Optional[NodeLines], list[Problem]]:
         line = raw[:e.start].count(b"\n") + 1
         return None, None, [Problem(str(path), line, f"not UTF-8 text (byte 0x{raw[e.start]:02x}); "
                                                        "save the file as UTF-8, e.g. iconv -f latin1 -t utf-8")]
+    import yaml  # only when something must be parsed: a warm start reads the cache alone
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # the C loader is several times faster
     try:
-        node = yaml.compose(text, Loader=_Loader)
-        data = yaml.load(text, Loader=_Loader)
+        node = yaml.compose(text, Loader=loader)
+        data = yaml.load(text, Loader=loader)
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None) or getattr(e, "context_mark", None)
         line = mark.line + 1 if mark else 1
@@ -146,14 +142,22 @@ def _content_key(folders: Sequence[Path], bundled: Optional[Path]) -> str:
         h.update((here / name).read_bytes())
     for folder in folders:
         h.update(f"\0folder {folder} {folder == bundled}\0".encode())
-        if folder.is_dir():
-            for p in sorted(folder.rglob("*.yaml")):
-                try:
-                    h.update(f"\0{p.relative_to(folder)}\0".encode())
-                    h.update(p.read_bytes())
-                except OSError:
-                    h.update(b"\0unreadable\0")
+        for p in _yaml_files(folder):
+            try:
+                h.update(f"\0{p.relative_to(folder)}\0".encode())
+                h.update(p.read_bytes())
+            except OSError:
+                h.update(b"\0unreadable\0")
     return h.hexdigest()[:32]
+
+
+def _yaml_files(folder: Path) -> list[Path]:
+    """Every YAML file under a folder, example-log folders skipped (they can be many)."""
+    out = []
+    for root, dirs, files in os.walk(folder):
+        dirs[:] = [d for d in dirs if d not in ("must-match", "must-not-match") and not d.startswith(".")]
+        out += [Path(root, f) for f in files if f.endswith(".yaml")]
+    return sorted(out)
 
 
 _Parsed = tuple[dict[str, Entry], list[Problem], dict[str, Any]]
