@@ -60,12 +60,12 @@ def test_entry_fields_are_typed_with_defaults(isolated):
     (site / "broad.yaml").write_text(entry_yaml("broad", "SITE_BROAD_MARKER"))
     (site / "mid.yaml").write_text(entry_yaml("mid", "SITE_MID_MARKER", "refines: broad\n"))
     (site / "fine.yaml").write_text(entry_yaml("fine", "SITE_FINE_MARKER", "schema: 2\nactor: site\nrefines: mid\n"
-                                               "aliases: [old-fine]\ndraft: true\nchecked: {date: 2026-11-01, versions: [slurm 24]}\n"))
+                                               "aliases: [old-fine]\ndraft: false\nchecked: {date: 2026-11-01, versions: [slurm 24]}\n"))
     kb = load_knowledge_base([site], strict=True, bundled=False)
     fine, broad = kb.get("fine"), kb.get("broad")
     assert (broad.actor, broad.refines, broad.schema, broad.draft) == ("user", None, 1, False)
     assert (fine.actor, fine.refines, fine.broader, fine.aliases) == ("site", "mid", ("mid", "broad"), ("old-fine",))
-    assert fine.checked.date == "2026-11-01" and fine.checked.versions == ("slurm 24",) and fine.draft is True
+    assert fine.checked.date == "2026-11-01" and fine.checked.versions == ("slurm 24",) and fine.draft is False
     assert fine.title.get() == "Site quirk fine" and fine.fixes[0].title.get() == "Do it" and fine.fixes[0].line == 17
     assert fine.signatures[0].line == 7 and not hasattr(fine, "data")
 
@@ -78,6 +78,15 @@ FIXES = """fixes:
   - {title: Small request, text: small, when: {fact: value.requested, equals: 1 KiB}}
   - {title: Two GPUs, text: gpus, when: {fact: gpu.count, ge: 2}}
 """
+
+
+def test_a_draft_is_validated_but_never_diagnoses(isolated):
+    site = isolated / "site"
+    site.mkdir()
+    (site / "drafty.yaml").write_text(entry_yaml("drafty", "SITE_DRAFT_MARKER", "draft: true\n"))
+    kb = load_knowledge_base([site], strict=True, bundled=False)
+    assert kb.get("drafty") is None and [e.id for e in kb.drafts] == ["drafty"]
+    assert diagnose_text("SITE_DRAFT_MARKER\n", kb).findings == ()
 
 
 def test_choose_fixes_puts_holding_first_and_other_schedulers_last(isolated):

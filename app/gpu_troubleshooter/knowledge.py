@@ -35,6 +35,7 @@ class KnowledgeBase:
     site: dict[str, Any]
     folders: tuple[str, ...]
     problems: tuple[Problem, ...] = ()  # broken entries that were skipped (strict=False)
+    drafts: tuple[Entry, ...] = ()      # `draft: true`: validated, never used for diagnosis
     _by_id: dict[str, Entry] = field(default_factory=dict, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -279,5 +280,6 @@ def load_knowledge_base(extra_dirs: Iterable[Union[str, Path]] = (), strict: boo
     by_id, problems, site = _collect_cached(folders, cache)
     if problems and strict:
         raise KnowledgeBaseError(problems)
-    entries = tuple(sorted(by_id.values(), key=lambda e: e.id))
-    return KnowledgeBase(entries=entries, site=site, folders=tuple(map(str, folders)), problems=tuple(problems))
+    ordered = sorted(by_id.values(), key=lambda e: e.id)
+    return KnowledgeBase(entries=tuple(e for e in ordered if not e.draft), site=site, folders=tuple(map(str, folders)),
+                         problems=tuple(problems), drafts=tuple(e for e in ordered if e.draft))
