@@ -214,3 +214,15 @@ def test_cli_reports_each_hostile_entry_once_and_still_diagnoses(isolated):
             assert len(lines) == 1 and words in lines[0], (name, err)
     r = run_cli("kb", "validate", "--no-examples", site, env=env)
     assert r.returncode == 1 and "Traceback" not in r.stderr.decode()
+
+
+def test_kb_validate_warns_about_a_prefix_signature_without_failing(isolated):
+    site = isolated / "site"
+    site.mkdir()
+    (site / "wrapped.yaml").write_text(entry_yaml("wrapped", "Invalid generic resource (gres) specification").replace(
+        "    weight: 1.0\n", "    weight: 1.0\n  - literal: \"Invalid generic resource\"\n    weight: 0.9\n", 1))
+    r = run_cli("kb", "validate", "--no-examples", site, env={"XDG_CACHE_HOME": os.environ["XDG_CACHE_HOME"]})
+    out = r.stdout.decode()
+    assert r.returncode == 0, out + r.stderr.decode()
+    assert f"{site / 'wrapped.yaml'}:9: warning: signatures[2] ('Invalid generic resource') is a prefix of signatures[1]" in out
+    assert "1 warning(s)" in out

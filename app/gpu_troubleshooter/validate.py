@@ -5,6 +5,7 @@ every signature compiles in the scanner, and that each entry's examples
 behave: every must-match log ranks the entry first, no must-not-match log
 shows it at all.
 """
+import re
 from pathlib import Path
 
 from .knowledge import KnowledgeBase, bundled_dir, collect, entry_files, kb_folders, load_site
@@ -43,20 +44,27 @@ def validate(site_dir=None, check_examples=True):
 
 def prefix_warnings(entry):
     """A literal signature that is a prefix of another signature of the same entry
-    matches the same line twice; the line still counts once, so it only adds noise."""
+    matches the same line too; the line still counts once, so it only helps
+    where the message is hard-wrapped right after it."""
     out = []
     for i, a in enumerate(entry.signatures, 1):
+        text = _literal_text(a.pattern)
+        if text is None:
+            continue
         for j, b in enumerate(entry.signatures, 1):
-            if i != j and a.pattern != b.pattern and b.pattern.startswith(a.pattern) and _literal(a.pattern):
-                out.append(Problem(entry.path, a.line, f"signatures[{i}] ({a.pattern!r}) is a prefix of signatures[{j}]: "
+            if i != j and a.pattern != b.pattern and b.pattern.startswith(a.pattern):
+                out.append(Problem(entry.path, a.line, f"signatures[{i}] ({text!r}) is a prefix of signatures[{j}]: "
                                                        "on one line they count once; keep it only if the message is "
                                                        "often hard-wrapped after it", warning=True))
     return out
 
 
-def _literal(pattern):
-    import re
-    return re.escape(re.sub(r"\\(.)", r"\1", pattern)) == pattern or not any(c in pattern for c in "[](){}*+?|^$")
+def _literal_text(pattern):
+    """The plain text a regex matches when it is only an escaped literal, else None."""
+    text = re.sub(r"\\(.)", r"\1", pattern)
+    def spaced(rx):
+        return rx.replace("\\ ", " ")
+    return text if spaced(re.escape(text)) == spaced(pattern) else None
 
 
 def check_entry_examples(entry, kb):
