@@ -69,9 +69,10 @@ def diagnose_parser():
     p = argparse.ArgumentParser(
         prog="troubleshoot",
         description="Diagnose a failed GPU/ML job from its log: which known failure it shows, and how to fix it.",
-        epilog="Other commands: troubleshoot kb validate|list, troubleshoot explain ID. "
+        epilog="Other commands: troubleshoot probe (check this node), troubleshoot explain ID, "
+               "troubleshoot kb validate|list, troubleshoot serve|staff|db (web service). "
                "Exit status: 0 no known failure, 1 failure diagnosed, 2 usage or input error.")
-    p.add_argument("files", nargs="+", metavar="FILE", help="job log(s): plain, .gz, a glob such as 'slurm-*.out', or - for stdin")
+    p.add_argument("files", nargs="+", metavar="FILE", help="job log(s): plain, .gz, .bz2, .xz, a glob such as 'slurm-*.out', or - for stdin")
     p.add_argument("--version", action=_VersionAction, nargs=0, help="print the version and exit")
     p.add_argument("--json", action="store_true", help="one JSON object per file on stdout (schema 1)")
     p.add_argument("--kb", action="append", default=[], metavar="DIR", help="extra knowledge-base folder (adds or overrides entries)")
