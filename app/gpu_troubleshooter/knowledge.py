@@ -91,13 +91,16 @@ def read_yaml(path: Path) -> tuple[Any, Optional[NodeLines], list[Problem]]:
                                                        "save the file as UTF-8, e.g. iconv -f latin1 -t utf-8")]
     import yaml  # only when something must be parsed: a warm start reads the cache alone
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # the C loader is several times faster
-    try:
-        node = yaml.compose(text, Loader=loader)
-        data = yaml.load(text, Loader=loader)
+    parser = loader(text)
+    try:  # one parse gives both the line map and the document
+        node = parser.get_single_node()
+        data = parser.construct_document(node) if node is not None else None
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None) or getattr(e, "context_mark", None)
         line = mark.line + 1 if mark else 1
         return None, None, [Problem(str(path), line, f"YAML syntax error: {getattr(e, 'problem', None) or e}")]
+    finally:
+        parser.dispose()
     return data, NodeLines(node), []
 
 

@@ -7,8 +7,9 @@ import re
 from dataclasses import dataclass
 
 try:  # Python 3.11 moved the regex parser; the old names warn
-    from re import _constants as sre_constants, _parser as sre_parse  # type: ignore[attr-defined]
+    from re import _compiler as sre_compile, _constants as sre_constants, _parser as sre_parse  # type: ignore[attr-defined]
 except ImportError:  # pragma: no cover - Python < 3.11
+    import sre_compile
     import sre_constants
     import sre_parse
 
@@ -125,17 +126,17 @@ def scanner_problem(patterns):
 
 def regex_problem(pattern, for_scanner):
     """Why `pattern` is unusable, or None. Scanner patterns must also suit Hyperscan."""
-    try:
+    try:  # parsed once, then compiled from the parse (loading many entries is mostly this)
         parsed = sre_parse.parse(pattern)
-        re.compile(pattern)
-    except (re.error, sre_constants.error) as e:
+        compiled = sre_compile.compile(parsed)
+    except (re.error, sre_constants.error, RecursionError, OverflowError) as e:
         return f"regex does not compile: {e}"
     if _has_nested_unbounded_repeat(parsed):
         return "regex has a nested unbounded repeat such as (a+)+ and could backtrack forever; bound the inner or outer repeat"
     if for_scanner:
         if re.search(r"\(\?[=!<]|\\[1-9]|\(\?P", pattern):
             return "signature regex uses look-around, a backreference or a named group; the linear-time scanner cannot run it (put named groups in `values`)"
-        if re.compile(pattern).match(""):
+        if compiled.match(""):
             return "signature regex matches the empty string, so it would match every line"
     return _re2_problem(pattern)
 
