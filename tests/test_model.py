@@ -226,3 +226,14 @@ def test_kb_validate_warns_about_a_prefix_signature_without_failing(isolated):
     assert r.returncode == 0, out + r.stderr.decode()
     assert f"{site / 'wrapped.yaml'}:9: warning: signatures[2] ('Invalid generic resource') is a prefix of signatures[1]" in out
     assert "1 warning(s)" in out
+
+
+def test_bundled_entries_skip_the_re2_compile_at_run_time_but_kb_validate_checks_them(isolated, monkeypatch):
+    from gpu_troubleshooter import knowledge
+    fake_bundled = isolated / "bundled"
+    fake_bundled.mkdir()
+    (fake_bundled / "shipped.yaml").write_text(entry_yaml("shipped", "x").replace('literal: "x"', "regex: 'SHIP(?#c)PED'"))
+    monkeypatch.setattr(knowledge, "bundled_dir", lambda: fake_bundled)
+    assert knowledge.load_knowledge_base(strict=True).get("shipped") is not None
+    by_id, problems = knowledge.collect(full=True)
+    assert "shipped" not in by_id and [p.line for p in problems if "RE2" in p.message] == [7]

@@ -111,6 +111,8 @@ class Cache:
             return None
 
     def store_object(self, kind: str, key: str, obj: Any) -> bool:
+        if self.root is None:
+            return False
         try:
             data = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
         except (pickle.PicklingError, TypeError, AttributeError):

@@ -104,12 +104,15 @@ def read_yaml(path: Path) -> tuple[Any, Optional[NodeLines], list[Problem]]:
     return data, NodeLines(node), []
 
 
-def parse_entry(path: Path) -> tuple[Optional[Entry], list[Problem]]:
-    """(Entry or None, problems) for one file; never raises for bad content."""
+def parse_entry(path: Path, trusted: bool = False) -> tuple[Optional[Entry], list[Problem]]:
+    """(Entry or None, problems) for one file; never raises for bad content.
+
+    trusted: a bundled entry, whose regexes `kb validate` compiled in RE2 and
+    Hyperscan before release; the first run after an upgrade skips that work."""
     data, lines, problems = read_yaml(path)
     if problems or lines is None:
         return None, problems
-    problems = check_entry(data, lines, str(path), path.stem)
+    problems = check_entry(data, lines, str(path), path.stem, re2=not trusted)
     if problems:
         return None, problems
     return entry_from_yaml(data, str(path), lines.line), []
@@ -182,26 +185,29 @@ def _valid_for(key: str) -> Any:
 
 
 def collect(extra_dirs: Iterable[Union[str, Path]] = (), bundled: bool = True,
-            cache: Optional[Cache] = None) -> tuple[dict[str, Entry], list[Problem]]:
-    """(entries by id, problems) over all folders; later folders override."""
-    by_id, problems, _ = _collect_cached(kb_folders(extra_dirs, bundled), cache)
+            cache: Optional[Cache] = None, full: bool = False) -> tuple[dict[str, Entry], list[Problem]]:
+    """(entries by id, problems) over all folders; later folders override.
+    full=True also checks the bundled entries' regexes (what `kb validate` does)."""
+    by_id, problems, _ = _collect_cached(kb_folders(extra_dirs, bundled), cache, full)
     return by_id, problems
 
 
-def _collect_cached(folders: list[Path], cache: Optional[Cache]) -> _Parsed:
+def _collect_cached(folders: list[Path], cache: Optional[Cache], full: bool = False) -> _Parsed:
     """Parsing YAML is most of the CLI's start-up time, so the result is cached."""
     cache = default_cache() if cache is None else cache
     bundled = bundled_dir()
-    key = _content_key(folders, bundled)
+    if cache.root is None:
+        return _collect(folders, bundled, full)
+    key = _content_key(folders, bundled) + ("-full" if full else "")
     held = cache.load_object("kb", key, _valid_for(key))
     if held is not None:
         return held[2], held[3], held[4]
-    result = _collect(folders, bundled)
+    result = _collect(folders, bundled, full)
     cache.store_object("kb", key, (_MAGIC, key, *result))
     return result
 
 
-def _collect(folders: list[Path], bundled: Path) -> _Parsed:
+def _collect(folders: list[Path], bundled: Path, full: bool = False) -> _Parsed:
     by_id: dict[str, Entry] = {}
     problems: list[Problem] = []
     for folder in folders:
@@ -210,8 +216,9 @@ def _collect(folders: list[Path], bundled: Path) -> _Parsed:
             continue
         local: dict[str, str] = {}
         fresh = []
+        trusted = folder == bundled and not full
         for path in entry_files(folder):
-            entry, found = parse_entry(path)
+            entry, found = parse_entry(path, trusted)
             problems += found
             if entry is None:
                 continue
@@ -221,7 +228,7 @@ def _collect(folders: list[Path], bundled: Path) -> _Parsed:
                 continue
             local[entry.id] = str(path)
             fresh.append(entry)
-        if folder != bundled:  # bundled entries are checked by `kb validate` before release
+        if not trusted:
             rejected = _scanner_rejects(fresh)
             problems += rejected.values()
             fresh = [e for e in fresh if e.id not in rejected]

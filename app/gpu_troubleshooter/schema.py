@@ -124,7 +124,7 @@ def scanner_problem(patterns):
     return None
 
 
-def regex_problem(pattern, for_scanner):
+def regex_problem(pattern, for_scanner, re2=True):
     """Why `pattern` is unusable, or None. Scanner patterns must also suit Hyperscan."""
     try:  # parsed once, then compiled from the parse (loading many entries is mostly this)
         parsed = sre_parse.parse(pattern)
@@ -138,11 +138,12 @@ def regex_problem(pattern, for_scanner):
             return "signature regex uses look-around, a backreference or a named group; the linear-time scanner cannot run it (put named groups in `values`)"
         if compiled.match(""):
             return "signature regex matches the empty string, so it would match every line"
-    return _re2_problem(pattern)
+    return _re2_problem(pattern) if re2 else None
 
 
-def check_entry(data, lines: NodeLines, path: str, stem: str):
-    """Every schema problem of one parsed entry."""
+def check_entry(data, lines: NodeLines, path: str, stem: str, re2: bool = True):
+    """Every schema problem of one parsed entry. re2=False skips the RE2 compile
+    (bundled entries, already checked by `kb validate` before release)."""
     out = []
 
     def bad(message, *key):
@@ -173,8 +174,8 @@ def check_entry(data, lines: NodeLines, path: str, stem: str):
         bad("tags must be a non-empty list of strings", "tags")
     if "severity" in data and data["severity"] not in SEVERITIES:
         bad(f"severity must be one of {sorted(SEVERITIES)}", "severity")
-    out += _check_patterns(data.get("signatures"), "signatures", lines, path, required=True)
-    out += _check_patterns(data.get("exclude"), "exclude", lines, path, required=False)
+    out += _check_patterns(data.get("signatures"), "signatures", lines, path, required=True, re2=re2)
+    out += _check_patterns(data.get("exclude"), "exclude", lines, path, required=False, re2=re2)
     phrases = data.get("phrases", [])
     if not (isinstance(phrases, list) and all(isinstance(p, str) and p.strip() for p in phrases)):
         bad("phrases must be a list of non-empty strings", "phrases")
@@ -183,7 +184,7 @@ def check_entry(data, lines: NodeLines, path: str, stem: str):
         bad("values must map a name to a regex with a group of that name", "values")
     else:
         for name, rx in values.items():
-            problem = regex_problem(rx, for_scanner=False) if isinstance(rx, str) else "must be a regex string"
+            problem = regex_problem(rx, for_scanner=False, re2=re2) if isinstance(rx, str) else "must be a regex string"
             if problem:
                 bad(f"value '{name}': {problem}", "values", name)
             elif f"(?P<{name}>" not in rx:
@@ -244,7 +245,7 @@ def _check_optional(data, bad):
     return []
 
 
-def _check_patterns(items, key, lines, path, required):
+def _check_patterns(items, key, lines, path, required, re2=True):
     out = []
     if items is None:
         return [Problem(path, 1, f"missing '{key}'")] if required else []
@@ -264,7 +265,7 @@ def _check_patterns(items, key, lines, path, required):
             out.append(Problem(path, where, f"{key}[{i + 1}] needs exactly one of 'regex' or 'literal'"))
             continue
         if "regex" in item:
-            problem = regex_problem(item["regex"], for_scanner=True) if isinstance(item["regex"], str) else "regex must be a string"
+            problem = regex_problem(item["regex"], for_scanner=True, re2=re2) if isinstance(item["regex"], str) else "regex must be a string"
             if problem:
                 out.append(Problem(path, where, f"{key}[{i + 1}]: {problem}"))
         elif not (isinstance(item["literal"], str) and len(item["literal"]) >= 4):

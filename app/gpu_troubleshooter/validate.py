@@ -16,7 +16,7 @@ MIN_MATCH, MIN_NEAR_MISS = 3, 2
 
 def validate(site_dir=None, check_examples=True):
     extra = [site_dir] if site_dir else []
-    by_id, problems = collect(extra)
+    by_id, problems = collect(extra, full=True)
     if site_dir and not Path(site_dir).is_dir():
         return problems, "nothing checked"
     checked_root = Path(site_dir).resolve() if site_dir else bundled_dir().resolve()
