@@ -193,6 +193,8 @@ def test_site_entry_with_a_bundled_id_replaces_it(isolated):
     (site / "cuda-oom.yaml").write_text(entry_yaml("cuda-oom", "SITE_OWN_OOM_MARKER"))
     kb = load_knowledge_base([site], strict=True)
     assert kb.get("cuda-oom").path == str(site / "cuda-oom.yaml")
+    r = run_cli("kb", "validate", "--no-examples", site, env={"XDG_CACHE_HOME": os.environ["XDG_CACHE_HOME"]})
+    assert r.returncode == 0 and "warning: replaces the bundled entry 'cuda-oom'" in r.stdout.decode()
 
 
 def test_cli_reports_each_hostile_entry_once_and_still_diagnoses(isolated):

@@ -25,6 +25,8 @@ def validate(site_dir=None, check_examples=True):
     problems += rejected
     for entry in mine:
         problems += prefix_warnings(entry)
+    if site_dir:
+        problems += _replaced_bundled(mine)
     examples = 0
     if check_examples and not rejected:
         site, _ = load_site(kb_folders(extra))
@@ -57,6 +59,13 @@ def prefix_warnings(entry):
                                                        "on one line they count once; keep it only if the message is "
                                                        "often hard-wrapped after it", warning=True))
     return out
+
+
+def _replaced_bundled(site_entries):
+    """A site entry with a bundled entry's id replaces it: allowed, but said."""
+    bundled = {p.stem: p for p in entry_files(bundled_dir())}
+    return [Problem(e.path, 1, f"replaces the bundled entry '{e.id}' ({bundled[e.id]}) in every diagnosis "
+                               "that uses this folder", warning=True) for e in site_entries if e.id in bundled]
 
 
 def _literal_text(pattern):
