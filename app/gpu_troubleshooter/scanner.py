@@ -28,8 +28,6 @@ class LineHit:
     pattern_ids: frozenset
 
 
-
-
 class Scanner:
     """Scan byte chunks for a list of (regex, case_sensitive) patterns."""
 
