@@ -4,7 +4,9 @@ Problems are returned, never raised, so `kb validate` can list all of them.
 docs/knowledge-schema.md is the human description of the same rules.
 """
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any, Optional
 
 try:  # Python 3.11 moved the regex parser; the old names warn
     from re import _compiler as sre_compile, _constants as sre_constants, _parser as sre_parse  # type: ignore[attr-defined]
@@ -44,10 +46,10 @@ class Problem:
 class NodeLines:
     """Line numbers of a composed YAML document, looked up by key path."""
 
-    def __init__(self, node):
+    def __init__(self, node: Any) -> None:
         self.node = node
 
-    def line(self, *path):
+    def line(self, *path: Any) -> int:
         node, best = self.node, self.node
         for key in path:
             child = None
@@ -106,7 +108,7 @@ def _re2_problem(pattern):
     return None
 
 
-def scanner_problem(patterns):
+def scanner_problem(patterns: Sequence[tuple[str, bool]]) -> Optional[str]:
     """Why the Hyperscan scanner rejects this list of (regex, case_sensitive), or None.
 
     Compiles nothing to disk; None also where Hyperscan is not installed (the
