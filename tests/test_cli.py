@@ -121,3 +121,9 @@ def test_version_has_one_source():
     from importlib.metadata import version
     r = run_cli("--version")
     assert r.returncode == 0 and r.stdout.decode().strip() == f"troubleshoot {version('hpc-gpu-troubleshooter')}"
+
+
+def test_stdin_twice_is_a_usage_error_not_a_traceback():
+    r = run_cli("-", "-", stdin=OOM.encode(), env=DEMO_ONLY)
+    err = r.stderr.decode()
+    assert r.returncode == 2 and "Traceback" not in err and "can be read only once" in err

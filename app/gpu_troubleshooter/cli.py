@@ -85,7 +85,10 @@ def diagnose_parser():
 
 
 def run_diagnose(argv):
-    args = diagnose_parser().parse_args(argv)
+    parser = diagnose_parser()
+    args = parser.parse_args(argv)
+    if args.files.count("-") > 1:
+        parser.error("'-' (standard input) can be read only once")
     try:
         kb = _load_kb(args.kb)
         facts = _read_facts(args.facts) if args.facts else None
