@@ -122,7 +122,7 @@ def scanner_problem(patterns: Sequence[tuple[str, bool]]) -> Optional[str]:
         db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
         db.compile(expressions=[p.encode() for p, _ in patterns], ids=list(range(len(patterns))), flags=flags)
     except hyperscan.error as e:
-        return str(e) or e.__class__.__name__
+        return (str(e) or e.__class__.__name__).rstrip(".")
     return None
 
 
