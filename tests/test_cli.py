@@ -1,6 +1,7 @@
 """The command line as a user and a script see it: output, JSON, exit status."""
 import gzip
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -46,7 +47,9 @@ def test_human_output_puts_fix_before_evidence_and_no_colour_off_a_tty(tmp_path)
     assert "#SBATCH --partition=demo-gpu" in out and "2 | " not in out and "1 | RuntimeError" in out
     coloured = run_cli("--color", "always", log, env=DEMO_ONLY).stdout.decode()
     assert "\x1b[" in coloured
-    assert "\x1b[" not in run_cli("--color", "always", log, env={**DEMO_ONLY, "NO_COLOR": "1"}).stdout.decode() or True
+    # an explicit --color beats NO_COLOR (no-color.org: command-line flags override it); auto honours it
+    assert "\x1b[" in run_cli("--color", "always", log, env={**DEMO_ONLY, "NO_COLOR": "1"}).stdout.decode()
+    assert "\x1b[" not in run_cli("--color", "never", log, env=DEMO_ONLY).stdout.decode()
 
 
 def test_stdin_gzip_and_globs(tmp_path):
@@ -103,8 +106,24 @@ def test_kb_list_json_and_explain():
 
 
 def test_start_up_path_imports_no_torch_pynvml_or_flask(tmp_path):
+    """Nothing heavy on the diagnosis path; with a warm cache not even the YAML parser."""
     log = write(tmp_path, "x.out", OOM)
     code = ("import sys; from gpu_troubleshooter.cli import main; main(['--json', %r]); "
-            "print(sorted(m for m in sys.modules if m.split('.')[0] in {'torch', 'pynvml', 'flask', 'tensorflow', 'sqlalchemy'}), file=sys.stderr)") % str(log)
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in "
+            "{'torch', 'pynvml', 'flask', 'tensorflow', 'sqlalchemy', 'babel', 'yaml'}), file=sys.stderr)") % str(log)
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    for _ in range(2):  # the first run parses the entries and fills the cache
+        r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
     assert r.stderr.strip().splitlines()[-1] == "[]", r.stderr
+
+
+def test_version_has_one_source():
+    from importlib.metadata import version
+    r = run_cli("--version")
+    assert r.returncode == 0 and r.stdout.decode().strip() == f"troubleshoot {version('hpc-gpu-troubleshooter')}"
+
+
+def test_stdin_twice_is_a_usage_error_not_a_traceback():
+    r = run_cli("-", "-", stdin=OOM.encode(), env=DEMO_ONLY)
+    err = r.stderr.decode()
+    assert r.returncode == 2 and "Traceback" not in err and "can be read only once" in err

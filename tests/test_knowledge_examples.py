@@ -36,4 +36,5 @@ def test_entry_is_valid_and_has_examples(path):
 def test_bundled_kb_validates_cleanly():
     from gpu_troubleshooter.validate import validate
     problems, summary = validate()
-    assert not problems, "\n".join(map(str, problems))
+    errors = [p for p in problems if not p.warning]  # warnings (prefix signatures) do not fail kb validate
+    assert not errors, "\n".join(map(str, errors))

@@ -56,13 +56,24 @@ def _expand(paths):
     return out
 
 
+class _VersionAction(argparse.Action):
+    """--version, reading the installed version only when asked (importlib.metadata is slow to import)."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        from . import __version__
+        print(f"troubleshoot {__version__}")
+        parser.exit()
+
+
 def diagnose_parser():
     p = argparse.ArgumentParser(
         prog="troubleshoot",
         description="Diagnose a failed GPU/ML job from its log: which known failure it shows, and how to fix it.",
-        epilog="Other commands: troubleshoot kb validate|list, troubleshoot explain ID. "
+        epilog="Other commands: troubleshoot probe (check this node), troubleshoot explain ID, "
+               "troubleshoot kb validate|list, troubleshoot serve|staff|db (web service). "
                "Exit status: 0 no known failure, 1 failure diagnosed, 2 usage or input error.")
-    p.add_argument("files", nargs="+", metavar="FILE", help="job log(s): plain, .gz, a glob such as 'slurm-*.out', or - for stdin")
+    p.add_argument("files", nargs="+", metavar="FILE", help="job log(s): plain, .gz, .bz2, .xz, a glob such as 'slurm-*.out', or - for stdin")
+    p.add_argument("--version", action=_VersionAction, nargs=0, help="print the version and exit")
     p.add_argument("--json", action="store_true", help="one JSON object per file on stdout (schema 1)")
     p.add_argument("--kb", action="append", default=[], metavar="DIR", help="extra knowledge-base folder (adds or overrides entries)")
     p.add_argument("--color", choices=("auto", "always", "never"), default="auto")
@@ -74,7 +85,10 @@ def diagnose_parser():
 
 
 def run_diagnose(argv):
-    args = diagnose_parser().parse_args(argv)
+    parser = diagnose_parser()
+    args = parser.parse_args(argv)
+    if args.files.count("-") > 1:
+        parser.error("'-' (standard input) can be read only once")
     try:
         kb = _load_kb(args.kb)
         facts = _read_facts(args.facts) if args.facts else None
@@ -85,6 +99,7 @@ def run_diagnose(argv):
         print(f"troubleshoot: {e}", file=sys.stderr)
         return EXIT_ERROR
     from .engine import diagnose_path
+    from .findings import JSON_SCHEMA_VERSION
     from .render import Style, as_json, human
     style = Style(_use_colour(args.color, sys.stdout))
     status = EXIT_CLEAN
@@ -95,7 +110,7 @@ def run_diagnose(argv):
         except TroubleshootError as e:
             print(f"troubleshoot: {e}", file=sys.stderr)
             if args.json:
-                print(as_json({"schema": 1, "source": path, "error": str(e), "findings": []}))
+                print(as_json({"schema": JSON_SCHEMA_VERSION, "source": path, "error": str(e), "findings": []}))
             status = EXIT_ERROR
             continue
         if args.json:
@@ -139,16 +154,18 @@ def run_kb(argv):
         problems, summary = validate(args.dir, check_examples=not args.no_examples)
         for problem in problems:
             print(problem)
-        print(summary if not problems else f"{len(problems)} problem(s); {summary}", file=sys.stderr if problems else sys.stdout)
-        return 1 if problems else 0
+        errors = [p for p in problems if not p.warning]
+        warnings = len(problems) - len(errors)
+        summary += f", {warnings} warning(s)" if warnings else ""
+        print(summary if not errors else f"{len(errors)} problem(s); {summary}", file=sys.stderr if errors else sys.stdout)
+        return 1 if errors else 0
     try:
         kb = _load_kb(args.kb)
     except TroubleshootError as e:
         print(f"troubleshoot: {e}", file=sys.stderr)
         return EXIT_ERROR
-    from .text import localised
-    rows = [{"id": e.id, "title": localised(e.data["title"]), "area": e.area, "tags": e.data["tags"],
-             "severity": e.data["severity"], "path": e.path} for e in kb.entries]
+    rows = [{"id": e.id, "title": e.title.get(), "area": e.area, "tags": list(e.tags), "severity": e.severity,
+             "actor": e.actor, "refines": e.refines, "draft": e.draft, "path": e.path} for e in kb.entries]
     if args.json:
         print(json.dumps(rows, ensure_ascii=False, indent=1))
     else:
@@ -231,13 +248,12 @@ def _facts_alone(facts, extra_dirs):
     try:
         from .knowledge import load_knowledge_base
         from .engine import diagnose_text
-        from .text import localised
         kb = load_knowledge_base(extra_dirs)
         d = diagnose_text("troubleshoot probe: facts only, no job log\n", kb, source="probe", facts=facts)
     except Exception as e:  # the ladder is already printed; the KB is a bonus here
         print(f"troubleshoot: note: knowledge base not consulted: {e}", file=sys.stderr)
         return []
-    return [(localised(f.entry.data["title"]), f.id, "; ".join(f.confirmed_by)) for f in d.findings]
+    return [(v.title, v.id, "; ".join(v.confirmed_by)) for v in d.views()]
 
 
 def main(argv=None):

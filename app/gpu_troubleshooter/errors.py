@@ -1,4 +1,6 @@
 """Errors that reach a user as one clear line, never as a traceback."""
+from collections.abc import Iterable
+from typing import Any
 
 
 class TroubleshootError(Exception):
@@ -12,7 +14,7 @@ class LogInputError(TroubleshootError):
 class KnowledgeBaseError(TroubleshootError):
     """The knowledge base cannot be loaded; `problems` holds every Problem found."""
 
-    def __init__(self, problems):
+    def __init__(self, problems: Iterable[Any]) -> None:
         self.problems = list(problems)
         first = self.problems[0] if self.problems else "unknown problem"
         more = f" (and {len(self.problems) - 1} more; run `troubleshoot kb validate`)" if len(self.problems) > 1 else ""

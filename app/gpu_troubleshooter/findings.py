@@ -1,8 +1,10 @@
-"""Results: small immutable records, and their JSON form (schema 1)."""
+"""Results: small immutable records, and their JSON form (schema 1).
+
+What a finding looks like to a user (texts, chosen fixes) is view.py's job;
+these records only hold what the engine found.
+"""
 from dataclasses import dataclass, field
 from typing import Optional
-
-from .text import fill_placeholders, localised
 
 JSON_SCHEMA_VERSION = 1
 
@@ -15,7 +17,7 @@ class Evidence:
 
 @dataclass(frozen=True)
 class Finding:
-    entry: object = field(repr=False)   # the knowledge.Entry that explains it
+    entry: object = field(repr=False)   # the model.Entry that explains it
     confidence: float
     evidence: tuple                     # Evidence records, in log order
     values: tuple = ()                  # (name, value) pairs found in the evidence
@@ -30,33 +32,10 @@ class Finding:
     def first_line(self):
         return min((e.line for e in self.evidence if e.line), default=0)
 
-    def fixes(self, site, lang="en"):
-        values = dict(self.values)
-        out = []
-        for fix in self.entry.data["fixes"]:
-            item = {"title": fill_placeholders(localised(fix["title"], lang), site, values),
-                    "text": fill_placeholders(localised(fix.get("text", ""), lang), site, values).strip()}
-            if fix.get("code"):
-                item["code"] = {"lang": fix["code"].get("lang", "text"),
-                                "text": fill_placeholders(localised(fix["code"]["text"], lang), site, values).rstrip("\n")}
-            out.append(item)
-        return out
-
-    def to_dict(self, site, lang="en"):
-        data = self.entry.data
-        return {
-            "id": self.id,
-            "title": localised(data["title"], lang),
-            "summary": localised(data["summary"], lang),
-            "severity": data["severity"],
-            "confidence": round(self.confidence, 3),
-            "evidence": [{"line": e.line, "text": e.text} for e in self.evidence],
-            "values": dict(self.values),
-            "causes": [localised(c, lang) for c in data["causes"]],
-            "fixes": self.fixes(site, lang),
-            "references": list(data.get("references", [])),
-            "facts": {"confirmed_by": list(self.confirmed_by), "ruled_out_by": list(self.ruled_out_by)},
-        }
+    def view(self, kb=None, lang="en", site=None, facts=None, scheduler=None):
+        """This finding as the user sees it (view.FindingView)."""
+        from .view import finding_view
+        return finding_view(self, kb, lang, site, facts, scheduler)
 
 
 @dataclass(frozen=True)
@@ -67,10 +46,15 @@ class Diagnosis:
     bytes: int
     site: dict = field(repr=False, default_factory=dict)
     facts: Optional[dict] = field(repr=False, default=None)
+    scheduler: Optional[str] = None     # slurm | pbs | lsf, as the engine saw it in the log
 
     @property
     def diagnosed(self):
         return bool(self.findings)
+
+    def views(self, lang="en"):
+        """The findings as the user sees them (view.FindingView), best first."""
+        return tuple(f.view(lang=lang, site=self.site, facts=self.facts, scheduler=self.scheduler) for f in self.findings)
 
     def to_dict(self, lang="en"):
         return {
@@ -78,6 +62,7 @@ class Diagnosis:
             "source": self.source,
             "lines": self.lines,
             "bytes": self.bytes,
-            "findings": [f.to_dict(self.site, lang) for f in self.findings],
+            "scheduler": self.scheduler,
+            "findings": [v.to_dict() for v in self.views(lang)],
             "facts": self.facts,
         }

@@ -1,10 +1,15 @@
-"""Renderers: a Diagnosis as text for a person, or as JSON for a script."""
+"""Renderers: a Diagnosis as text for a person, or as JSON for a script.
+
+Both lay out view.FindingView; what to show (texts, chosen fixes) is decided there.
+"""
 import json
 import textwrap
 
-from .text import fill_placeholders, localised
+from .view import entry_view
 
 _STYLES = {"bold": "1", "dim": "2", "red": "31", "green": "32", "yellow": "33", "cyan": "36"}
+EVIDENCE_WIDTH = 300
+SCHEDULER_NAMES = {"slurm": "Slurm", "pbs": "PBS", "lsf": "LSF"}
 
 
 class Style:
@@ -22,17 +27,37 @@ def _indent(text, prefix):
 
 
 def render_fixes(fixes, style, indent="  "):
+    """Numbered fixes (view.FixView), in the order chosen for this job."""
     out = []
     for n, fix in enumerate(fixes, 1):
-        out.append(f"{indent}{style(f'{n}. ' + fix['title'], 'bold')}")
-        if fix["text"]:
-            out.append(_indent(textwrap.fill(" ".join(fix["text"].split()), 76) if "\n\n" not in fix["text"] else fix["text"], indent + "   "))
-        if fix.get("code"):
-            out.append(_indent(style(fix["code"]["text"], "cyan"), indent + "     "))
+        notes = []
+        if fix.scheduler:
+            notes.append(f"{SCHEDULER_NAMES.get(fix.scheduler, fix.scheduler)} jobs")
+        if fix.held is False:
+            notes.append("probably not for this job")
+        note = style(f"  ({'; '.join(notes)})", "dim") if notes else ""
+        out.append(f"{indent}{style(f'{n}. ' + fix.title, 'bold')}{note}")
+        if fix.text:
+            out.append(_indent(textwrap.fill(" ".join(fix.text.split()), 76) if "\n\n" not in fix.text else fix.text,
+                               indent + "   "))
+        if fix.code is not None:
+            out.append(_indent(style(fix.code.text, "cyan"), indent + "     "))
     return out
 
 
-def human(diagnosis, style, lang="en", verbose=False):
+def who_acts(view):
+    """One line saying who must act, when it is not the user."""
+    if view.actor == "site":
+        return ("Your site's admins must fix this, not you; send them this report (`troubleshoot --json` output), "
+                "the job ID and the node name.")
+    return ""
+
+
+def _clip(text, width=EVIDENCE_WIDTH):
+    return text if len(text) <= width else text[:width - 1] + "…"
+
+
+def human(diagnosis, style, lang="en"):
     """The fix first, then the evidence with line numbers."""
     lines = []
     if not diagnosis.findings:
@@ -41,57 +66,60 @@ def human(diagnosis, style, lang="en", verbose=False):
         lines.append("  Nothing in this log matches a known GPU/HPC job failure. If the job still failed, send the helpdesk:")
         lines.append("  the whole log, your job script, and the output of `troubleshoot probe --json` run inside a job.")
         return "\n".join(lines)
-    top, *others = diagnosis.findings
-    d = top.to_dict(diagnosis.site, lang)
-    tag = style("[{}, confidence {:.0%}]".format(top.id, d["confidence"]), "dim")
-    lines.append(f"{style(diagnosis.source, 'bold')}: {style(d['title'], 'red', 'bold')}  {tag}")
-    lines.append(f"  {d['summary']}")
-    if d["values"]:
-        lines.append("  Found: " + ", ".join(f"{k} = {v}" for k, v in d["values"].items()))
+    top, *others = diagnosis.views(lang)
+    tag = style(f"[{top.id}, confidence {top.confidence:.0%}]", "dim")
+    lines.append(f"{style(diagnosis.source, 'bold')}: {style(top.title, 'red', 'bold')}  {tag}")
+    lines.append(f"  {top.summary}")
+    if top.refines:
+        lines.append(style(f"  A finer case of: {', '.join(top.refines)}", "dim"))
+    if who_acts(top):
+        lines.append("  " + style(who_acts(top), "yellow", "bold"))
+    if top.values:
+        lines.append("  Found: " + ", ".join(f"{k} = {v}" for k, v in top.values))
     lines.append("")
     lines.append(style("  How to fix it:", "bold"))
-    lines += render_fixes(d["fixes"], style, "  ")
-    if d["causes"]:
+    lines += render_fixes(top.fixes, style, "  ")
+    if top.causes:
         lines.append("")
         lines.append(style("  Why this happens:", "bold"))
-        lines += [f"  - {c}" for c in d["causes"]]
+        lines += [f"  - {c}" for c in top.causes]
     lines.append("")
     lines.append(style("  Evidence:", "bold"))
-    width = len(str(max((e["line"] for e in d["evidence"]), default=0)))
-    for e in d["evidence"]:
-        where = f"{e['line']:>{width}}" if e["line"] else "fact".rjust(width)
-        lines.append(f"  {style(where, 'dim')} | {e['text'][:300]}")
-    for label, items in (("Supported by", d["facts"]["confirmed_by"]), ("Against it", d["facts"]["ruled_out_by"])):
+    width = len(str(max((e.line for e in top.evidence), default=0)))
+    for e in top.evidence:
+        where = f"{e.line:>{width}}" if e.line else "fact".rjust(width)
+        lines.append(f"  {style(where, 'dim')} | {_clip(e.text)}")
+    for label, items in (("Supported by", top.confirmed_by), ("Against it", top.ruled_out_by)):
         if items:
             lines.append(f"  {label}: " + "; ".join(items))
     if others:
         lines.append("")
         lines.append(style("  Also found (probably consequences or secondary):", "bold"))
-        for f in others:
-            first = f.evidence[0] if f.evidence else None
+        for v in others:
+            first = v.evidence[0] if v.evidence else None
             where = f" at line {first.line}" if first and first.line else ""
-            lines.append(f"  - {localised(f.entry.title, lang)} [{f.id}, {f.confidence:.0%}]{where}"
-                         f"  (troubleshoot explain {f.id})")
+            lines.append(f"  - {v.title} [{v.id}, {v.confidence:.0%}]{where}  (troubleshoot explain {v.id})")
     return "\n".join(lines)
 
 
-def explain(entry, site, lang="en", style=Style(False)):
+def explain(entry, site, lang="en", style=None):
     """One entry for a human, like `rustc --explain`."""
-    data = entry.data
-    out = [style(f"{entry.id}: {localised(data['title'], lang)}", "bold"), "", localised(data["summary"], lang), ""]
-    out.append(style("What it looks like in a log:", "bold"))
+    style = style or Style(False)
+    view = entry_view(entry, lang, site)
+    out = [style(f"{view.id}: {view.title}", "bold"), "", view.summary]
+    if view.refines:
+        out.append(style(f"A finer case of: {', '.join(view.refines)}", "dim"))
+    if who_acts(view):
+        out.append(style(who_acts(view), "yellow", "bold"))
+    out += ["", style("What it looks like in a log:", "bold")]
     out += [f"  {p}" for p in entry.phrases] or [f"  /{s.pattern}/" for s in entry.signatures]
-    out += ["", style("Why it happens:", "bold")] + [f"  - {localised(c, lang)}" for c in data["causes"]]
+    out += ["", style("Why it happens:", "bold")] + [f"  - {c}" for c in view.causes]
     out += ["", style("How to fix it:", "bold")]
-    fixes = [{"title": fill_placeholders(localised(f["title"], lang), site, {}),
-              "text": fill_placeholders(localised(f.get("text", ""), lang), site, {}).strip(),
-              **({"code": {"lang": f["code"].get("lang", "text"), "text": fill_placeholders(localised(f["code"]["text"], lang), site, {}).rstrip()}} if f.get("code") else {})}
-             for f in data["fixes"]]
-    out += render_fixes(fixes, style)
-    if entry.leads_to:
-        out += ["", f"Often followed by: {', '.join(entry.leads_to)}"]
-    if data.get("references"):
-        out += ["", style("Read more:", "bold")] + [f"  {r['title']}: {r['url']}" for r in data["references"]]
+    out += render_fixes(view.fixes, style)
+    if view.leads_to:
+        out += ["", f"Often followed by: {', '.join(view.leads_to)}"]
+    if view.references:
+        out += ["", style("Read more:", "bold")] + [f"  {title}: {url}" for title, url in view.references]
     out += ["", style(f"Entry file: {entry.path}", "dim")]
     return "\n".join(out)
 

@@ -6,11 +6,10 @@ Where no Hyperscan wheel exists, one compiled Python alternation finds the
 candidate lines and each line is then checked pattern by pattern.
 """
 import hashlib
-import os
 import re
 from dataclasses import dataclass
-from pathlib import Path
 
+from .cache import default_cache
 from .normalize import segment_at
 
 try:
@@ -27,11 +26,6 @@ class LineHit:
     raw: bytes              # the carriage-return segment that matched
     context: tuple          # (raw bytes of the line before, the next two lines)
     pattern_ids: frozenset
-
-
-def cache_dir():
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "gpu-troubleshooter"
 
 
 class Scanner:
@@ -51,9 +45,9 @@ class Scanner:
 
     def _hyperscan_db(self):
         key = hashlib.sha256(repr((hyperscan.__version__, self.patterns)).encode()).hexdigest()[:24]
-        cached = cache_dir() / f"hs-{key}.db"
+        cache = default_cache()
         try:
-            db = hyperscan.loadb(cached.read_bytes(), hyperscan.HS_MODE_BLOCK)
+            db = hyperscan.loadb(cache.load_bytes("hs", key, "db"), hyperscan.HS_MODE_BLOCK)
             db.scratch = hyperscan.Scratch(db)  # a loaded database comes without one
             return db
         except (OSError, hyperscan.error, TypeError, ValueError):
@@ -61,13 +55,7 @@ class Scanner:
         db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
         flags = [(0 if cs else hyperscan.HS_FLAG_CASELESS) | hyperscan.HS_FLAG_MULTILINE for _, cs in self.patterns]
         db.compile(expressions=[p.encode() for p, _ in self.patterns], ids=list(range(len(self.patterns))), flags=flags)
-        try:  # a cache that cannot be written only costs start-up time
-            cached.parent.mkdir(parents=True, exist_ok=True)
-            tmp = cached.with_suffix(f".{os.getpid()}.tmp")
-            tmp.write_bytes(hyperscan.dumpb(db))
-            os.replace(tmp, cached)
-        except OSError:
-            pass
+        cache.store_bytes("hs", key, hyperscan.dumpb(db), "db")  # atomic; a failed write only costs start-up time
         return db
 
     def _matches(self, chunk):

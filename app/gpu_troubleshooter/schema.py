@@ -4,11 +4,14 @@ Problems are returned, never raised, so `kb validate` can list all of them.
 docs/knowledge-schema.md is the human description of the same rules.
 """
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any, Optional
 
 try:  # Python 3.11 moved the regex parser; the old names warn
-    from re import _constants as sre_constants, _parser as sre_parse
+    from re import _compiler as sre_compile, _constants as sre_constants, _parser as sre_parse  # type: ignore[attr-defined]
 except ImportError:  # pragma: no cover - Python < 3.11
+    import sre_compile
     import sre_constants
     import sre_parse
 
@@ -20,7 +23,7 @@ TOP_KEYS = {
     # Optional fields added after schema 1; an entry without them loads unchanged.
     "schema": False, "actor": False, "refines": False, "aliases": False, "checked": False, "draft": False,
 }
-SCHEMA_VERSIONS = {1, 2}
+SCHEMA_VERSIONS = {1, 2}  # model.SCHEMA_VERSION is the newest
 ACTORS = {"user", "site"}
 SCHEDULERS = {"slurm", "pbs", "lsf"}
 SEVERITIES = {"error", "warning"}
@@ -34,18 +37,19 @@ class Problem:
     file: str
     line: int
     message: str
+    warning: bool = False   # reported, but the entry loads and `kb validate` still passes
 
     def __str__(self):
-        return f"{self.file}:{self.line}: {self.message}"
+        return f"{self.file}:{self.line}: {'warning: ' if self.warning else ''}{self.message}"
 
 
 class NodeLines:
     """Line numbers of a composed YAML document, looked up by key path."""
 
-    def __init__(self, node):
+    def __init__(self, node: Any) -> None:
         self.node = node
 
-    def line(self, *path):
+    def line(self, *path: Any) -> int:
         node, best = self.node, self.node
         for key in path:
             child = None
@@ -87,25 +91,61 @@ def _has_nested_unbounded_repeat(parsed, inside_unbounded=False):
     return False
 
 
-def regex_problem(pattern, for_scanner):
-    """Why `pattern` is unusable, or None. Scanner patterns must also suit Hyperscan."""
+def _re2_problem(pattern):
+    """Why RE2 (linear time, used for exclude and values) cannot take `pattern`, or None."""
     try:
+        import re2
+    except ImportError:  # pragma: no cover - google-re2 is a dependency; a stripped install still loads
+        return None
+    options = re2.Options()
+    options.log_errors = False  # the problem is reported as FILE:LINE, not logged by RE2 on stderr
+    try:
+        re2.compile(pattern, options)
+    except Exception as e:  # re2.error, or TypeError/ValueError from the binding; all mean "cannot take it"
+        why = e.args[0].decode(errors="replace") if e.args and isinstance(e.args[0], bytes) else str(e)
+        return (f"RE2, which runs it in linear time, cannot take this regex ({why}); no look-around, "
+                "backreferences, atomic groups or repeats above {1000}")
+    return None
+
+
+def scanner_problem(patterns: Sequence[tuple[str, bool]]) -> Optional[str]:
+    """Why the Hyperscan scanner rejects this list of (regex, case_sensitive), or None.
+
+    Compiles nothing to disk; None also where Hyperscan is not installed (the
+    fallback then runs the patterns with RE2, checked by regex_problem)."""
+    try:
+        import hyperscan
+    except ImportError:
+        return None
+    flags = [(0 if cs else hyperscan.HS_FLAG_CASELESS) | hyperscan.HS_FLAG_MULTILINE for _, cs in patterns]
+    try:
+        db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
+        db.compile(expressions=[p.encode() for p, _ in patterns], ids=list(range(len(patterns))), flags=flags)
+    except hyperscan.error as e:
+        return (str(e) or e.__class__.__name__).rstrip(".")
+    return None
+
+
+def regex_problem(pattern, for_scanner, re2=True):
+    """Why `pattern` is unusable, or None. Scanner patterns must also suit Hyperscan."""
+    try:  # parsed once, then compiled from the parse (loading many entries is mostly this)
         parsed = sre_parse.parse(pattern)
-        re.compile(pattern)
-    except (re.error, sre_constants.error) as e:
+        compiled = sre_compile.compile(parsed)
+    except (re.error, sre_constants.error, RecursionError, OverflowError) as e:
         return f"regex does not compile: {e}"
     if _has_nested_unbounded_repeat(parsed):
         return "regex has a nested unbounded repeat such as (a+)+ and could backtrack forever; bound the inner or outer repeat"
     if for_scanner:
         if re.search(r"\(\?[=!<]|\\[1-9]|\(\?P", pattern):
             return "signature regex uses look-around, a backreference or a named group; the linear-time scanner cannot run it (put named groups in `values`)"
-        if re.compile(pattern).match(""):
+        if compiled.match(""):
             return "signature regex matches the empty string, so it would match every line"
-    return None
+    return _re2_problem(pattern) if re2 else None
 
 
-def check_entry(data, lines: NodeLines, path: str, stem: str):
-    """Every schema problem of one parsed entry."""
+def check_entry(data, lines: NodeLines, path: str, stem: str, re2: bool = True):
+    """Every schema problem of one parsed entry. re2=False skips the RE2 compile
+    (bundled entries, already checked by `kb validate` before release)."""
     out = []
 
     def bad(message, *key):
@@ -115,7 +155,9 @@ def check_entry(data, lines: NodeLines, path: str, stem: str):
         return [Problem(path, 1, "an entry must be a YAML mapping of keys to values")]
     for key in data:
         if key not in TOP_KEYS:
-            bad(f"unknown key '{key}' (known: {', '.join(TOP_KEYS)})", key)
+            bad(f"unknown key '{key}': this troubleshooter knows schema {max(SCHEMA_VERSIONS)} "
+                f"(keys: {', '.join(TOP_KEYS)}); was the entry written for a newer troubleshooter? "
+                "Upgrade it, or remove the key; the entry is skipped", key)
     for key, required in TOP_KEYS.items():
         if required and key not in data:
             bad(f"missing required key '{key}'")
@@ -134,8 +176,8 @@ def check_entry(data, lines: NodeLines, path: str, stem: str):
         bad("tags must be a non-empty list of strings", "tags")
     if "severity" in data and data["severity"] not in SEVERITIES:
         bad(f"severity must be one of {sorted(SEVERITIES)}", "severity")
-    out += _check_patterns(data.get("signatures"), "signatures", lines, path, required=True)
-    out += _check_patterns(data.get("exclude"), "exclude", lines, path, required=False)
+    out += _check_patterns(data.get("signatures"), "signatures", lines, path, required=True, re2=re2)
+    out += _check_patterns(data.get("exclude"), "exclude", lines, path, required=False, re2=re2)
     phrases = data.get("phrases", [])
     if not (isinstance(phrases, list) and all(isinstance(p, str) and p.strip() for p in phrases)):
         bad("phrases must be a list of non-empty strings", "phrases")
@@ -144,7 +186,7 @@ def check_entry(data, lines: NodeLines, path: str, stem: str):
         bad("values must map a name to a regex with a group of that name", "values")
     else:
         for name, rx in values.items():
-            problem = regex_problem(rx, for_scanner=False) if isinstance(rx, str) else "must be a regex string"
+            problem = regex_problem(rx, for_scanner=False, re2=re2) if isinstance(rx, str) else "must be a regex string"
             if problem:
                 bad(f"value '{name}': {problem}", "values", name)
             elif f"(?P<{name}>" not in rx:
@@ -163,27 +205,29 @@ def check_entry(data, lines: NodeLines, path: str, stem: str):
     if not (isinstance(leads_to, list) and all(isinstance(x, str) for x in leads_to)):
         bad("leads_to must be a list of entry ids", "leads_to")
     refs = data.get("references", [])
-    if not isinstance(refs, list) or not all(isinstance(r, dict) and set(r) == {"title", "url"} and str(r["url"]).startswith(("http://", "https://")) for r in refs):
+    if not isinstance(refs, list) or not all(
+            isinstance(r, dict) and set(r) == {"title", "url"} and str(r["url"]).startswith(("http://", "https://")) for r in refs):
         bad("references must be a list of {title, url} with an http(s) url", "references")
     out += _check_optional(data, bad)
     facts = data.get("facts", [])
     if not isinstance(facts, list):
         bad("facts must be a list of fact rules", "facts")
     else:
-        try:
-            from .facts import validate_fact_rule
-        except ImportError:  # the fact evaluator is optional until the probe lands
-            validate_fact_rule = None
+        from .facts import validate_fact_rule
         for i, rule in enumerate(facts):
-            for message in (validate_fact_rule(rule) if validate_fact_rule else []):
+            for message in validate_fact_rule(rule):
                 bad(f"fact rule {i + 1}: {message}", "facts", i)
     return out
 
 
 def _check_optional(data, bad):
     """The optional fields of schema 2: actor, refines, aliases, checked, draft."""
-    if "schema" in data and data["schema"] not in SCHEMA_VERSIONS:
-        bad(f"schema must be one of {sorted(SCHEMA_VERSIONS)} (this version of the troubleshooter knows no other)", "schema")
+    version = data.get("schema")
+    if "schema" in data and version not in SCHEMA_VERSIONS:
+        newer = isinstance(version, int) and not isinstance(version, bool) and version > max(SCHEMA_VERSIONS)
+        bad(f"schema {version} is newer than this troubleshooter knows ({max(SCHEMA_VERSIONS)}): upgrade the "
+            "troubleshooter to use this entry; it is skipped" if newer else
+            f"schema must be one of {sorted(SCHEMA_VERSIONS)}", "schema")
     if "actor" in data and data["actor"] not in ACTORS:
         bad(f"actor must be one of {sorted(ACTORS)}: who can fix it, the user or the site", "actor")
     if "refines" in data and not (isinstance(data["refines"], str) and ID_RE.match(data["refines"])):
@@ -203,7 +247,7 @@ def _check_optional(data, bad):
     return []
 
 
-def _check_patterns(items, key, lines, path, required):
+def _check_patterns(items, key, lines, path, required, re2=True):
     out = []
     if items is None:
         return [Problem(path, 1, f"missing '{key}'")] if required else []
@@ -223,7 +267,7 @@ def _check_patterns(items, key, lines, path, required):
             out.append(Problem(path, where, f"{key}[{i + 1}] needs exactly one of 'regex' or 'literal'"))
             continue
         if "regex" in item:
-            problem = regex_problem(item["regex"], for_scanner=True) if isinstance(item["regex"], str) else "regex must be a string"
+            problem = regex_problem(item["regex"], for_scanner=True, re2=re2) if isinstance(item["regex"], str) else "regex must be a string"
             if problem:
                 out.append(Problem(path, where, f"{key}[{i + 1}]: {problem}"))
         elif not (isinstance(item["literal"], str) and len(item["literal"]) >= 4):

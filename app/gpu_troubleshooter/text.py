@@ -1,19 +1,18 @@
-"""Localised text and placeholders in knowledge-base fields."""
+"""Placeholders in knowledge-base texts: {site.NAME} from _site.yaml, {value.NAME} from the log.
+
+Languages are model.Text's job."""
+from __future__ import annotations
+
 import re
+from collections.abc import Mapping
+from typing import Any
 
 _PLACEHOLDER = re.compile(r"\{(site|value)\.([A-Za-z0-9_]+)\}")
 
 
-def localised(text, lang="en"):
-    """A text field is a string (English) or a {lang: string} map with `en`."""
-    if isinstance(text, dict):
-        return text.get(lang) or text.get("en") or ""
-    return text or ""
-
-
-def fill_placeholders(text, site, values):
+def fill_placeholders(text: str, site: Mapping[str, Any], values: Mapping[str, Any]) -> str:
     """Replace {site.X} and {value.X}; leave a readable <X> where nothing is known."""
-    def repl(m):
+    def repl(m: re.Match[str]) -> str:
         source = site if m.group(1) == "site" else values
         value = source.get(m.group(2))
         return str(value) if value not in (None, "") else f"<{m.group(2)}>"

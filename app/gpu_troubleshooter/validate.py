@@ -5,31 +5,32 @@ every signature compiles in the scanner, and that each entry's examples
 behave: every must-match log ranks the entry first, no must-not-match log
 shows it at all.
 """
+import re
 from pathlib import Path
 
-from .knowledge import KnowledgeBase, bundled_dir, collect, entry_files, load_site
-from .schema import Problem
+from .knowledge import KnowledgeBase, bundled_dir, collect, entry_files, kb_folders, load_site
+from .schema import Problem, scanner_problem
 
 MIN_MATCH, MIN_NEAR_MISS = 3, 2
 
 
 def validate(site_dir=None, check_examples=True):
     extra = [site_dir] if site_dir else []
-    by_id, problems = collect(extra)
+    by_id, problems = collect(extra, full=True)
     if site_dir and not Path(site_dir).is_dir():
         return problems, "nothing checked"
     checked_root = Path(site_dir).resolve() if site_dir else bundled_dir().resolve()
     mine = [e for e in by_id.values() if checked_root in Path(e.path).resolve().parents]
-    try:
-        from .scanner import Scanner
-        Scanner([(s.pattern, s.case_sensitive) for e in by_id.values() for s in e.signatures])
-    except Exception as e:  # noqa: BLE001 - report which pattern the scanner rejects
-        problems += _scanner_problems(by_id.values(), e)
+    rejected = _scanner_problems(by_id.values())
+    problems += rejected
+    for entry in mine:
+        problems += prefix_warnings(entry)
+    if site_dir:
+        problems += _replaced_bundled(mine)
     examples = 0
-    scanner_ok = not any("rejected by the scanner" in p.message or "scanner rejected" in p.message for p in problems)
-    if check_examples and scanner_ok:
-        kb = KnowledgeBase(entries=tuple(sorted(by_id.values(), key=lambda e: e.id)),
-                           site=load_site([bundled_dir(), *extra]), folders=())
+    if check_examples and not rejected:
+        site, _ = load_site(kb_folders(extra))
+        kb = KnowledgeBase(entries=tuple(sorted(by_id.values(), key=lambda e: e.id)), site=site, folders=())
         for entry in sorted(mine, key=lambda e: e.id):
             found, n = check_entry_examples(entry, kb)
             problems += found
@@ -41,6 +42,38 @@ def validate(site_dir=None, check_examples=True):
                 problems += example_count_problems(str(path))
     summary = f"{len(mine)} entries checked" + (f", {examples} example logs run" if check_examples else "")
     return problems, summary
+
+
+def prefix_warnings(entry):
+    """A literal signature that is a prefix of another signature of the same entry
+    matches the same line too; the line still counts once, so it only helps
+    where the message is hard-wrapped right after it."""
+    out = []
+    for i, a in enumerate(entry.signatures, 1):
+        text = _literal_text(a.pattern)
+        if text is None:
+            continue
+        for j, b in enumerate(entry.signatures, 1):
+            if i != j and a.pattern != b.pattern and b.pattern.startswith(a.pattern):
+                out.append(Problem(entry.path, a.line, f"signatures[{i}] ({text!r}) is a prefix of signatures[{j}]: "
+                                                       "on one line they count once; keep it only if the message is "
+                                                       "often hard-wrapped after it", warning=True))
+    return out
+
+
+def _replaced_bundled(site_entries):
+    """A site entry with a bundled entry's id replaces it: allowed, but said."""
+    bundled = {p.stem: p for p in entry_files(bundled_dir())}
+    return [Problem(e.path, 1, f"replaces the bundled entry '{e.id}' ({bundled[e.id]}) in every diagnosis "
+                               "that uses this folder", warning=True) for e in site_entries if e.id in bundled]
+
+
+def _literal_text(pattern):
+    """The plain text a regex matches when it is only an escaped literal, else None."""
+    text = re.sub(r"\\(.)", r"\1", pattern)
+    def spaced(rx):
+        return rx.replace("\\ ", " ")
+    return text if spaced(re.escape(text)) == spaced(pattern) else None
 
 
 def check_entry_examples(entry, kb):
@@ -71,13 +104,15 @@ def example_count_problems(entry_path):
     return out
 
 
-def _scanner_problems(entries, error):
-    from .scanner import Scanner
+def _scanner_problems(entries):
+    """Each signature the scanner rejects, at its line; nothing is compiled to the cache."""
+    entries = list(entries)
+    if scanner_problem([(s.pattern, s.case_sensitive) for e in entries for s in e.signatures]) is None:
+        return []
     out = []
     for entry in entries:
-        for i, s in enumerate(entry.signatures):
-            try:
-                Scanner([(s.pattern, s.case_sensitive)])
-            except Exception as e:  # noqa: BLE001
-                out.append(Problem(entry.path, 1, f"signatures[{i + 1}] is rejected by the scanner: {e}"))
-    return out or [Problem("knowledge base", 0, f"the scanner rejected the signatures: {error}")]
+        for i, s in enumerate(entry.signatures, 1):
+            why = scanner_problem([(s.pattern, s.case_sensitive)])
+            if why:
+                out.append(Problem(entry.path, s.line, f"signatures[{i}] is rejected by the scanner: {why}"))
+    return out or [Problem("knowledge base", 0, "the scanner rejected the signatures together but none alone")]

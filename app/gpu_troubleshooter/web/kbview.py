@@ -7,34 +7,14 @@ from rapidfuzz import fuzz, utils
 SEARCH_THRESHOLD = 62
 
 
-def _text(value, site=None):
-    from gpu_troubleshooter.text import fill_placeholders, localised
-    return fill_placeholders(localised(value), site or {}, {})
-
-
-def entry_dict(entry, site=None):
-    data = entry.data
-    fixes = []
-    for fix in data.get("fixes") or []:
-        code = fix.get("code")
-        fixes.append({
-            "title": _text(fix.get("title"), site),
-            "text": _text(fix.get("text"), site),
-            "code": {"lang": code.get("lang", "text"), "text": _text(code.get("text"), site)} if code else None,
-        })
-    return {
-        "id": entry.id,
-        "area": getattr(entry, "area", "") or "",
-        "title": _text(data.get("title"), site),
-        "summary": _text(data.get("summary"), site),
-        "tags": list(data.get("tags") or []),
-        "severity": data.get("severity", "error"),
-        "causes": [_text(c, site) for c in data.get("causes") or []],
-        "fixes": fixes,
-        "phrases": list(data.get("phrases") or []),
-        "references": [{"title": _text(r.get("title")), "url": r.get("url", "")} for r in data.get("references") or []],
-        "leads_to": list(data.get("leads_to") or []),
-    }
+def entry_dict(entry, site=None, lang="en"):
+    """One entry for the pages and the API: the finding view (view.entry_view) plus what a listing needs."""
+    from gpu_troubleshooter.view import entry_view
+    d = entry_view(entry, lang, site or {}).to_dict()
+    for gone in ("confidence", "evidence", "values", "facts"):  # there is no log on an entry page
+        d.pop(gone)
+    d.update(area=entry.area, tags=list(entry.tags), phrases=list(entry.phrases), leads_to=list(entry.leads_to))
+    return d
 
 
 def all_entries(kb):

@@ -1,0 +1,54 @@
+"""Which of an entry's fixes apply to this job, and in which order.
+
+The one place that decides it, for the command line, the JSON output and the
+web pages alike. A fix may be tagged with a scheduler (`scheduler: slurm`) and
+carry a condition (`when:`) evaluated by facts.evaluate over one namespace:
+the probe's facts as they are, plus `value.NAME` (values found in the log) and
+`log.scheduler` (the scheduler the engine saw in the log). Conditions are
+three-valued: a fact nobody could read makes `held` None, not False.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any, Optional, cast
+
+from .model import Entry, Fix
+
+__all__ = ["choose_fixes", "condition_namespace", "fix_holds"]
+
+
+def condition_namespace(values: Mapping[str, Any], facts: Optional[Mapping[str, Any]],
+                        scheduler: Optional[str]) -> dict[str, Any]:
+    """What a fix's `when` (and a fact rule) can name: facts + value.* + log.*."""
+    return {**(facts or {}), "value": dict(values), "log": {"scheduler": scheduler}}
+
+
+def fix_holds(fix: Fix, namespace: Mapping[str, Any], scheduler: Optional[str]) -> Optional[bool]:
+    """True / False / None (unknown, or nothing to check) for one fix."""
+    held: Optional[bool] = None
+    if fix.scheduler is not None and scheduler is not None:
+        if fix.scheduler != scheduler:
+            return False
+        held = True
+    if fix.when is not None:
+        from . import facts
+        evaluate = cast(Callable[[Mapping[str, Any], Mapping[str, Any]], Optional[bool]], facts.evaluate)
+        try:
+            result = evaluate(fix.when, namespace)
+        except (KeyError, TypeError, ValueError, StopIteration):  # a condition `kb validate` would reject
+            result = None
+        if result is False:
+            return False
+        held = None if result is None else (held is not False)
+    return held
+
+
+def choose_fixes(entry: Entry, values: Mapping[str, Any], facts: Optional[Mapping[str, Any]],
+                 scheduler: Optional[str]) -> tuple[tuple[Fix, Optional[bool]], ...]:
+    """(fix, held) pairs: fixes whose condition holds first, then those with
+    nothing to check (or unknown), then those that do not apply; file order
+    inside each group."""
+    namespace = condition_namespace(values, facts, scheduler)
+    judged = [(fix, fix_holds(fix, namespace, scheduler)) for fix in entry.fixes]
+    rank = {True: 0, None: 1, False: 2}
+    return tuple(sorted(judged, key=lambda pair: rank[pair[1]]))

@@ -1,0 +1,136 @@
+"""A finding as the user sees it: one view for the terminal, the JSON and the web.
+
+`finding_view` turns an engine Finding (or, for `explain` and the web's entry
+pages, a bare Entry) into a frozen FindingView in one language, with the site's
+placeholders and the log's values filled in and the fixes chosen and ordered
+by fixes.choose_fixes. Renderers only lay the view out; none of them reads the
+knowledge model or decides what to show.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Optional
+
+from .fixes import choose_fixes
+from .model import Entry, Text
+from .text import fill_placeholders
+
+__all__ = ["FixView", "FindingView", "finding_view", "entry_view"]
+
+
+@dataclass(frozen=True)
+class CodeView:
+    lang: str
+    text: str
+
+
+@dataclass(frozen=True)
+class FixView:
+    title: str
+    text: str
+    code: Optional[CodeView]
+    held: Optional[bool]          # its condition holds / does not / unknown or none
+    scheduler: Optional[str]      # the scheduler it is written for, if any
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"title": self.title, "text": self.text}
+        if self.code is not None:
+            out["code"] = {"lang": self.code.lang, "text": self.code.text}
+        out["held"] = self.held
+        out["scheduler"] = self.scheduler
+        return out
+
+
+@dataclass(frozen=True)
+class EvidenceView:
+    line: int                     # 1-based; 0 for a fact
+    text: str
+
+
+@dataclass(frozen=True)
+class FindingView:
+    id: str
+    title: str
+    summary: str
+    severity: str
+    actor: str                    # user | site: who can fix it
+    refines: tuple[str, ...]      # the broader entries, nearest first
+    confidence: Optional[float]   # None for an entry shown without a log
+    causes: tuple[str, ...]
+    fixes: tuple[FixView, ...]
+    evidence: tuple[EvidenceView, ...]
+    values: tuple[tuple[str, str], ...]
+    confirmed_by: tuple[str, ...]
+    ruled_out_by: tuple[str, ...]
+    references: tuple[tuple[str, str], ...]   # (title, url)
+    leads_to: tuple[str, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON form (docs/engine-api.md, schema 1 plus added fields)."""
+        return {
+            "id": self.id,
+            "title": self.title,
+            "summary": self.summary,
+            "severity": self.severity,
+            "actor": self.actor,
+            "refines": list(self.refines),
+            "confidence": None if self.confidence is None else round(self.confidence, 3),
+            "evidence": [{"line": e.line, "text": e.text} for e in self.evidence],
+            "values": dict(self.values),
+            "causes": list(self.causes),
+            "fixes": [f.to_dict() for f in self.fixes],
+            "references": [{"title": t, "url": u} for t, u in self.references],
+            "facts": {"confirmed_by": list(self.confirmed_by), "ruled_out_by": list(self.ruled_out_by)},
+        }
+
+
+def _fill(text: Text, lang: str, site: Mapping[str, Any], values: Mapping[str, Any]) -> str:
+    return fill_placeholders(text.get(lang), site, values)
+
+
+def entry_view(entry: Entry, lang: str = "en", site: Optional[Mapping[str, Any]] = None,
+               values: Mapping[str, str] = {}, facts: Optional[Mapping[str, Any]] = None,
+               scheduler: Optional[str] = None, confidence: Optional[float] = None,
+               evidence: tuple[EvidenceView, ...] = (), confirmed_by: tuple[str, ...] = (),
+               ruled_out_by: tuple[str, ...] = ()) -> FindingView:
+    """The view of one entry; with no log, `values` and `evidence` are empty."""
+    site = site or {}
+    fixes = tuple(
+        FixView(title=_fill(fix.title, lang, site, values),
+                text=_fill(fix.text, lang, site, values).strip(),
+                code=CodeView(fix.code.lang, _fill(fix.code.text, lang, site, values).rstrip("\n"))
+                if fix.code is not None else None,
+                held=held, scheduler=fix.scheduler)
+        for fix, held in choose_fixes(entry, values, facts, scheduler))
+    return FindingView(
+        id=entry.id,
+        title=entry.title.get(lang),
+        summary=entry.summary.get(lang),
+        severity=entry.severity,
+        actor=entry.actor,
+        refines=entry.broader or ((entry.refines,) if entry.refines else ()),
+        confidence=confidence,
+        causes=tuple(c.get(lang) for c in entry.causes),
+        fixes=fixes,
+        evidence=evidence,
+        values=tuple(values.items()),
+        confirmed_by=confirmed_by,
+        ruled_out_by=ruled_out_by,
+        references=tuple((r.title.get(lang), r.url) for r in entry.references),
+        leads_to=entry.leads_to,
+    )
+
+
+def finding_view(finding: Any, kb: Any = None, lang: str = "en", site: Optional[Mapping[str, Any]] = None,
+                 facts: Optional[Mapping[str, Any]] = None, scheduler: Optional[str] = None) -> FindingView:
+    """The view of an engine Finding. `site` defaults to the knowledge base's placeholders."""
+    if site is None:
+        site = getattr(kb, "site", None) or {}
+    entry = finding.entry
+    if kb is not None and not entry.broader and entry.refines:  # a finding built outside the loader
+        entry = kb.get(entry.id) or entry
+    return entry_view(entry, lang, site, dict(finding.values), facts, scheduler,
+                      confidence=float(finding.confidence),
+                      evidence=tuple(EvidenceView(e.line, e.text) for e in finding.evidence),
+                      confirmed_by=tuple(finding.confirmed_by), ruled_out_by=tuple(finding.ruled_out_by))
