@@ -1,0 +1,143 @@
+"""Structure of the held-out set (benchmarks/heldout): no accuracy thresholds here.
+
+The set measures the knowledge base on real logs it was never tuned to, so these
+tests guard the set itself: every case is complete and well-formed, its file
+exists, and no held-out log or thread leaks into the knowledge base's examples
+(an entry tuned to a held-out log makes the figures worthless).
+"""
+from __future__ import annotations
+
+import re
+from datetime import date
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+HELDOUT = ROOT / "benchmarks" / "heldout"
+MANIFEST = HELDOUT / "manifest.yaml"
+KNOWLEDGE = ROOT / "knowledge"
+# the given samples live beside the checkout (../shared); a worktree may sit one level deeper
+SAMPLES = next((d for d in (ROOT.parent / "shared" / "samples", ROOT.parent.parent / "shared" / "samples") if d.is_dir()),
+               ROOT.parent / "shared" / "samples")
+
+LABEL_RE = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
+EMAIL_RE = re.compile(r"[\w.+-]+@[\w-]+\.[a-z]{2,}", re.I)
+
+
+def _norm(text: str) -> str:
+    return "\n".join(line.strip() for line in text.strip().splitlines() if line.strip())
+
+
+@pytest.fixture(scope="module")
+def manifest() -> dict:
+    return yaml.safe_load(MANIFEST.read_text(encoding="utf-8"))
+
+
+@pytest.fixture(scope="module")
+def cases(manifest) -> list[dict]:
+    return manifest["cases"]
+
+
+def test_manifest_has_queries_and_cases(manifest, cases):
+    assert manifest.get("queries"), "the sampling queries must be recorded"
+    ids = [q["id"] for q in manifest["queries"]]
+    assert len(ids) == len(set(ids))
+    for q in manifest["queries"]:
+        assert q["corpus"] and q["text"].strip()
+    assert isinstance(manifest.get("moved_out"), list)
+    assert cases, "no cases"
+
+
+def test_every_case_is_complete(manifest, cases):
+    query_ids = {q["id"] for q in manifest["queries"]}
+    for c in cases:
+        where = c.get("file", "?")
+        for key in ("file", "source", "label", "query", "conclusion", "basis", "collected"):
+            assert c.get(key) not in (None, ""), f"{where}: {key} missing"
+        assert LABEL_RE.match(str(c["label"])), f"{where}: label {c['label']!r} is not an id"
+        assert re.match(r"^https?://\S+$", c["source"]), f"{where}: source is not an http(s) URL"
+        assert c["query"] in query_ids, f"{where}: query {c['query']} not in queries"
+        assert c["basis"] in ("thread", "log-message"), f"{where}: basis {c['basis']!r}"
+        assert len(str(c["conclusion"]).strip()) >= 10, f"{where}: conclusion too short"
+        date.fromisoformat(str(c["collected"]))
+
+
+def test_files_exist_are_unique_and_in_the_right_folder(cases):
+    files = [c["file"] for c in cases]
+    assert len(files) == len(set(files)), "a log is listed twice"
+    for c in cases:
+        path = HELDOUT / c["file"]
+        assert path.is_file(), f"{c['file']} does not exist"
+        folder = "clean" if c["label"] == "none" else "failure"
+        assert Path(c["file"]).parts[:2] == ("logs", folder), f"{c['file']}: belongs under logs/{folder}/"
+    listed = {(HELDOUT / f).resolve() for f in files}
+    on_disk = {p.resolve() for p in (HELDOUT / "logs").rglob("*") if p.is_file()}
+    assert on_disk == listed, f"logs not in the manifest: {sorted(str(p) for p in on_disk - listed)}"
+
+
+def test_each_thread_is_used_once(cases):
+    sources = [c["source"] for c in cases]
+    dup = {s for s in sources if sources.count(s) > 1}
+    assert not dup, f"thread used for more than one log: {sorted(dup)}"
+
+
+def test_logs_are_trimmed_and_redacted(cases):
+    for c in cases:
+        text = (HELDOUT / c["file"]).read_text(encoding="utf-8")
+        assert text.strip(), f"{c['file']} is empty"
+        assert len(text.splitlines()) <= 300, f"{c['file']}: trim to <= 300 lines"
+        assert not EMAIL_RE.search(text), f"{c['file']}: contains an e-mail address"
+
+
+def test_no_heldout_log_is_a_knowledge_example(cases):
+    examples = {}
+    for p in KNOWLEDGE.rglob("*"):
+        if p.is_file() and p.suffix not in (".py",):
+            try:
+                examples[p] = _norm(p.read_text(encoding="utf-8", errors="replace"))
+            except OSError:
+                continue
+    for c in cases:
+        log = _norm((HELDOUT / c["file"]).read_text(encoding="utf-8"))
+        long_enough = len(log.splitlines()) >= 3
+        for p, ex in examples.items():
+            assert ex != log, f"{c['file']} is the knowledge example {p.relative_to(ROOT)}"
+            if long_enough:
+                assert log not in ex, f"{c['file']} is contained in {p.relative_to(ROOT)}"
+
+
+def test_no_heldout_thread_is_cited_by_the_knowledge_base(cases):
+    def key(url: str) -> str:
+        return re.sub(r"[#?].*$", "", url).rstrip("/").lower()
+
+    cited = set()
+    for p in KNOWLEDGE.rglob("*.yaml"):
+        for url in re.findall(r"https?://[^\s\"'<>)]+", p.read_text(encoding="utf-8", errors="replace")):
+            cited.add(key(url))
+    clash = sorted(c["source"] for c in cases if key(c["source"]) in cited)
+    assert not clash, f"held-out threads cited by knowledge entries (move the log to moved_out): {clash}"
+
+
+def test_no_heldout_log_is_a_given_sample(cases):
+    if not SAMPLES.is_dir():
+        pytest.skip("../shared/samples is not present")
+    samples = {_norm(p.read_text(encoding="utf-8", errors="replace"))
+               for p in SAMPLES.rglob("*.log") if p.is_file()}
+    for c in cases:
+        assert _norm((HELDOUT / c["file"]).read_text(encoding="utf-8")) not in samples, c["file"]
+
+
+def test_scorer_reads_the_manifest():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("score_heldout", HELDOUT / "score_heldout.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    doc = mod.load_manifest(MANIFEST)
+    assert len(doc["cases"]) >= 1
+    kb = {"a": {"aliases": {"a-old"}, "refines": {"b"}}, "b": {"aliases": set(), "refines": set()}}
+    assert mod.canonical("a-old", kb) == "a"
+    assert mod.canonical("zzz", kb) is None
+    assert mod.broader("a", kb) == {"a", "b"}
