@@ -154,7 +154,10 @@ def score(manifest: Path, cmd: list[str], kb_dirs: list[str]) -> dict:
     n = len(fails)
     in_kb = [r for r in fails if r["in_kb"]]
     not_kb = [r for r in fails if not r["in_kb"]]
-    share = (lambda k, d: round(k / d, 3) if d else None)
+
+    def share(k, d):
+        return round(k / d, 3) if d else None
+
     return {
         "manifest": str(manifest),
         "kb_entries": len(kb),
