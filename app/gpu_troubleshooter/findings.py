@@ -67,6 +67,7 @@ class Diagnosis:
     bytes: int
     site: dict = field(repr=False, default_factory=dict)
     facts: Optional[dict] = field(repr=False, default=None)
+    key_lines: tuple = ()   # keylines.KeyLine: the lines that most likely ended the job
 
     @property
     def diagnosed(self):
@@ -80,4 +81,5 @@ class Diagnosis:
             "bytes": self.bytes,
             "findings": [f.to_dict(self.site, lang) for f in self.findings],
             "facts": self.facts,
+            "key_lines": [k.to_dict() for k in self.key_lines],
         }

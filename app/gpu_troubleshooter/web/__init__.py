@@ -42,12 +42,13 @@ def create_app(config=None):
     csrf.init_app(app)
     limiter.init_app(app)
 
-    from . import errors, filters, views_api, views_kb, views_public, views_staff
+    from . import errors, filters, views_api, views_kb, views_learn, views_public, views_staff
     filters.init_app(app)
     errors.init_app(app)
     app.register_blueprint(views_public.bp)
     app.register_blueprint(views_kb.bp)
     app.register_blueprint(views_staff.bp)
+    app.register_blueprint(views_learn.bp)
     app.register_blueprint(views_api.bp)
     csrf.exempt(views_api.bp)  # the API uses no cookies: tokens or nothing
 

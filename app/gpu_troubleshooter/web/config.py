@@ -50,4 +50,11 @@ def from_environment(instance_path):
         "RATELIMIT_SUBMIT": os.environ.get("RATELIMIT_SUBMIT", "30 per minute"),
         "RATELIMIT_LOGIN": os.environ.get("RATELIMIT_LOGIN", "10 per minute"),
         "WTF_CSRF_TIME_LIMIT": None,  # tied to the session instead
+        # The outage banner: this many failed jobs on one node within the window
+        # (or this many failures the site must fix, such as Xid or ECC errors).
+        "OUTAGE_WINDOW_HOURS": float(os.environ.get("TROUBLESHOOT_OUTAGE_WINDOW_HOURS", "6")),
+        "OUTAGE_MIN_JOBS": _int("TROUBLESHOOT_OUTAGE_MIN_JOBS", 3),
+        "OUTAGE_MIN_NODE_LEVEL": _int("TROUBLESHOOT_OUTAGE_MIN_NODE_LEVEL", 2),
+        # Drafts made from groups of unknown failures go to this site KB folder.
+        "DRAFT_KB_DIR": os.environ.get("TROUBLESHOOT_DRAFT_KB") or os.path.join(instance_path, "site-kb"),
     }

@@ -43,6 +43,9 @@ def add_subcommands(subparsers):
     up = dsub.add_parser("upgrade", help="apply the migrations (DATABASE_URL, default SQLite in the instance folder)")
     up.add_argument("revision", nargs="?", default="head")
     up.set_defaults(web_command=cmd_db_upgrade)
+    again = dsub.add_parser("rediagnose", help="diagnose again the submissions with no known failure "
+                                                "(after promoting a draft entry or upgrading)")
+    again.set_defaults(web_command=cmd_db_rediagnose)
 
 
 def run(args):
@@ -154,3 +157,17 @@ def main(argv=None):
 
 if __name__ == "__main__":
     sys.exit(main())
+
+
+def cmd_db_rediagnose(args):
+    from . import db
+    from .service import rediagnose_unknown
+    app = _app()
+    with app.app_context():
+        session = db.new_session(app)
+        try:
+            changed = rediagnose_unknown(app, session)
+        finally:
+            session.close()
+    print(f"{changed} submission(s) with no known failure now have an answer.")
+    return 0

@@ -38,7 +38,32 @@ class Submission(Base):
     facts: Mapped[dict] = mapped_column(JSON, nullable=True)
     cluster: Mapped[str] = mapped_column(String(120), default="")
     partition: Mapped[str] = mapped_column(String(120), default="")
+    # No known failure: the line that most likely ended the job, and its masked
+    # template, so one unknown error groups by equality across workers.
+    key_line: Mapped[str] = mapped_column(Text, default="")
+    key_template: Mapped[str] = mapped_column(String(400), default="")
+    template_key: Mapped[str] = mapped_column(String(16), default="", index=True)
+    # Where it failed and for whom, for the outage banner (both redacted like the log).
+    node: Mapped[str] = mapped_column(String(120), default="", index=True)
+    job_user: Mapped[str] = mapped_column(String(120), default="")
+    node_level: Mapped[bool] = mapped_column(Boolean, default=False)  # the top finding is the site's to fix
     ticket: Mapped["Ticket"] = relationship(back_populates="submission", uselist=False)
+
+
+FEEDBACK_VERDICTS = ("fixed", "not_fixed", "wrong_diagnosis")
+
+
+class Feedback(Base):
+    """"Did this fix it?" on one answer. Kept (with the entry id) when the
+    submission itself is pruned, so the per-entry figures survive retention."""
+    __tablename__ = "feedback"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    submission_id: Mapped[int] = mapped_column(ForeignKey("submission.id", ondelete="SET NULL"), nullable=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow, index=True)
+    entry_id: Mapped[str] = mapped_column(String(120), index=True)   # "" when no known failure was shown
+    verdict: Mapped[str] = mapped_column(String(16))
+    fix_taken: Mapped[int] = mapped_column(Integer, nullable=True)   # 1-based index of the fix the user applied
+    comment: Mapped[str] = mapped_column(Text, default="")
 
 
 class StaffUser(Base):

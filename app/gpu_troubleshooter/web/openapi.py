@@ -91,6 +91,21 @@ def spec():
                 "requestBody": {"content": {"application/json": {"schema": {"type": "object", "properties": {
                     "contact": {"type": "string"}, "message": {"type": "string"}}}}}},
                 "responses": {"201": {"description": "the ticket's id and status"}, "404": _err("unknown token")}}},
+            "/submissions/{token}/feedback": {"post": {
+                "summary": "Did the answer fix it? (verdict fixed | not_fixed | wrong_diagnosis; comment is redacted)",
+                "parameters": token,
+                "requestBody": {"required": True, "content": {"application/json": {"schema": {
+                    "type": "object", "required": ["verdict"], "properties": {
+                        "verdict": {"type": "string", "enum": ["fixed", "not_fixed", "wrong_diagnosis"]},
+                        "fix": {"type": "integer", "minimum": 1}, "comment": {"type": "string"}}}}}},
+                "responses": {"201": {"description": "stored"}, "400": _err("bad input"), "404": _err("unknown token"),
+                              "409": _err("still scanning")}}},
+            "/unknown": {"get": {
+                "summary": "Unknown failures grouped by the template of their key line (staff)", "security": staff,
+                "responses": {"200": {"description": "groups, largest first"}, "401": _err("no valid token")}}},
+            "/outages": {"get": {
+                "summary": "Nodes with a burst of failed jobs in the outage window (staff)", "security": staff,
+                "responses": {"200": {"description": "outages"}, "401": _err("no valid token")}}},
             "/kb": {"get": {
                 "summary": "List the knowledge base; `q` searches it fuzzily",
                 "parameters": [{"name": "q", "in": "query", "schema": {"type": "string"}}],

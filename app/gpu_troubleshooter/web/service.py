@@ -10,6 +10,7 @@ from concurrent.futures import ThreadPoolExecutor
 from flask import current_app
 
 from . import db
+from .helpdesk import apply_learning_fields
 from .intake import LogTooLarge, evidence_context, facts_location, new_token, redact_to_file
 from .models import NO_MATCH, Submission, Ticket, utcnow
 from .redaction import redact_json, redact_str
@@ -62,6 +63,7 @@ def _record(row, result, context, tail, hints, nbytes):
     where = {**hints, **facts_location(row.facts)}
     row.cluster, row.partition = where.get("cluster", ""), where.get("partition", "")
     row.state, row.error, row.progress_bytes = "done", "", nbytes
+    apply_learning_fields(row, result)
 
 
 def create_submission(raw, size, source, facts=None, gzip_hint=False):
@@ -132,3 +134,50 @@ def send_to_helpdesk(row, contact="", message=""):
         ticket.updated_at = utcnow()
     session.commit()
     return ticket
+
+
+def record_feedback(row, verdict, comment="", fix_taken=None):
+    """Store "did this fix it?" for the answer shown at the submission's link."""
+    from .models import FEEDBACK_VERDICTS, Feedback
+    if verdict not in FEEDBACK_VERDICTS:
+        raise ValueError(f"verdict must be one of {', '.join(FEEDBACK_VERDICTS)}")
+    if fix_taken is not None and not (isinstance(fix_taken, int) and 1 <= fix_taken <= 100):
+        raise ValueError("fix must be the number of the fix you applied (1, 2, ...)")
+    session = db.session()
+    item = Feedback(submission_id=row.id, entry_id=row.failure_class, verdict=verdict,
+                    fix_taken=fix_taken, comment=redact_str(comment.strip())[:5000])
+    session.add(item)
+    session.commit()
+    return item
+
+
+def rediagnose_unknown(app, session, limit=10000):
+    """Diagnose again, with the current knowledge base, the submissions that had
+    no known failure (after an entry was promoted or a new version installed).
+    Only the redacted last lines were kept, so that is what is read; evidence
+    line numbers are shifted back to the whole log's. Returns how many now
+    have an answer, which their submitters see at their link."""
+    from sqlalchemy import select
+
+    from gpu_troubleshooter.engine import diagnose_text
+    app.extensions.pop("kb", None)  # read the entries as they are now
+    kb = knowledge_base(app)
+    changed = 0
+    rows = session.scalars(select(Submission).where(Submission.failure_class == NO_MATCH, Submission.state == "done",
+                                                    Submission.tail != "").limit(limit)).all()
+    for row in rows:
+        result = diagnose_text(row.tail, kb, source=row.source, facts=row.facts).to_dict()
+        if not result["findings"]:
+            continue
+        shift = max(0, int((row.diagnosis or {}).get("lines") or 0) - len(row.tail.splitlines()))
+        for finding in result["findings"]:
+            for ev in finding.get("evidence", []):
+                ev["line"] = ev["line"] + shift if ev.get("line") else ev.get("line")
+        result.update(lines=(row.diagnosis or {}).get("lines"), bytes=(row.diagnosis or {}).get("bytes"),
+                      rediagnosed="from the last lines kept, with the knowledge base of " + utcnow().strftime("%Y-%m-%d"))
+        row.diagnosis, row.failure_class = result, result["findings"][0]["id"]
+        row.confidence = float(result["findings"][0].get("confidence", 0))
+        apply_learning_fields(row, result)
+        changed += 1
+    session.commit()
+    return changed

@@ -12,7 +12,8 @@ from .inputs import BadInput, LogInput, log_from_body, log_from_form, parse_fact
 from .kbview import search
 from .models import NO_MATCH, Submission, Ticket
 from .openapi import spec
-from .service import BadLog, create_submission, diagnose_raw, send_to_helpdesk
+from .helpdesk import outages, unknown_groups
+from .service import BadLog, create_submission, diagnose_raw, record_feedback, send_to_helpdesk
 from .views_kb import entries
 from .views_staff import update_ticket
 
@@ -119,6 +120,40 @@ def create_ticket(token):
     body = request.get_json(silent=True) or {}
     t = send_to_helpdesk(row, str(body.get("contact", "")), str(body.get("message", "")))
     return jsonify(id=t.id, status=t.status), 201
+
+
+@bp.post("/submissions/<token>/feedback")
+@limiter.limit(submit_limit)
+def create_feedback(token):
+    row = _by_token(token)
+    if row is None:
+        return error(404, "not_found", "no such submission")
+    if row.state == "processing":
+        return error(409, "processing", "the log is still being scanned")
+    body = request.get_json(silent=True)
+    if not isinstance(body, dict):
+        return error(400, "bad_input", 'expected {"verdict": "fixed|not_fixed|wrong_diagnosis", "fix": 1, "comment": "..."}')
+    try:
+        item = record_feedback(row, str(body.get("verdict", "")), str(body.get("comment", "")), body.get("fix"))
+    except ValueError as exc:
+        return error(400, "bad_input", str(exc))
+    return jsonify(id=item.id, entry_id=item.entry_id or None, verdict=item.verdict), 201
+
+
+@bp.get("/unknown")
+@token_required
+def unknown():
+    return jsonify(groups=[{"key": g.key, "template": g.template, "count": g.count, "first_seen": g.first_seen.isoformat(),
+                            "last_seen": g.last_seen.isoformat(), "trend": g.trend} for g in unknown_groups(db.session())])
+
+
+@bp.get("/outages")
+@token_required
+def outage_list():
+    cfg = current_app.config
+    found = outages(db.session(), cfg["OUTAGE_WINDOW_HOURS"], cfg["OUTAGE_MIN_JOBS"], cfg["OUTAGE_MIN_NODE_LEVEL"])
+    return jsonify(outages=[{"node": o.node, "jobs": o.jobs, "users": o.users, "since": o.since.isoformat(),
+                             "node_level": o.node_level, "classes": list(o.classes), "action": o.action} for o in found])
 
 
 @bp.get("/kb")

@@ -6,7 +6,7 @@ from . import db
 from .extensions import limiter, submit_limit
 from .inputs import BadInput, facts_from_form, log_from_form
 from .models import Submission
-from .service import create_submission, send_to_helpdesk
+from .service import create_submission, record_feedback, send_to_helpdesk
 
 bp = Blueprint("public", __name__)
 
@@ -59,6 +59,23 @@ def helpdesk(token):
     send_to_helpdesk(row, request.form.get("contact", ""), request.form.get("message", ""))
     flash("Sent to the helpdesk. Keep this page's link: the helpdesk sees the same diagnosis.")
     return redirect(url_for("public.result", token=token, _anchor="helpdesk"), code=303)
+
+
+@bp.post("/s/<token>/feedback")
+@limiter.limit(submit_limit)
+def feedback(token):
+    row = _submission(token)
+    if row.state == "processing":
+        abort(409)
+    fix = request.form.get("fix", "").strip()
+    try:
+        record_feedback(row, request.form.get("verdict", ""), request.form.get("comment", ""),
+                        int(fix) if fix.isascii() and fix.isdigit() else None)
+    except ValueError as exc:
+        flash(str(exc))
+        return redirect(url_for("public.result", token=token, _anchor="feedback"), code=303)
+    flash("Thank you: your answer helps the helpdesk improve this diagnosis.")
+    return redirect(url_for("public.result", token=token, _anchor="feedback"), code=303)
 
 
 @bp.get("/healthz")

@@ -1,12 +1,13 @@
 """Helpdesk staff: login, the triage queue, tickets, figures."""
 from datetime import datetime, time, timedelta, timezone
 
-from flask import Blueprint, abort, flash, redirect, render_template, request, session, url_for
+from flask import Blueprint, abort, current_app, flash, redirect, render_template, request, session, url_for
 from sqlalchemy import select
 
 from . import db
 from .auth import check_login, current_staff, login, login_required, safe_next
 from .charts import daily_counts, stacked_bars
+from .helpdesk import feedback_by_entry, outages
 from .extensions import limiter, login_limit
 from .models import NO_MATCH, TICKET_STATUSES, Note, StaffUser, Submission, Ticket, utcnow
 from .redaction import redact_str
@@ -61,10 +62,10 @@ def queue():
         if f[key]:
             q = q.where(col == f[key])
     tickets = db.session().scalars(q.limit(1000)).all()
-    groups, unknown = {}, []
+    groups, unknown = {}, {}
     for t in tickets:
         if t.submission.failure_class == NO_MATCH:
-            unknown.append(t)
+            unknown.setdefault(t.submission.key_template or "", []).append(t)
         else:
             groups.setdefault(t.submission.failure_class, []).append(t)
     sess = db.session()
@@ -74,8 +75,12 @@ def queue():
         "partitions": sorted(c for c in sess.scalars(select(Submission.partition).distinct()) if c),
     }
     ordered = sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[0]))
-    return render_template("staff_queue.html", groups=ordered, unknown=unknown, f=f,
-                           options=options, statuses=TICKET_STATUSES, count=len(tickets))
+    unknown_groups = sorted(unknown.items(), key=lambda kv: (-len(kv[1]), kv[0]))
+    cfg = current_app.config
+    banner = outages(sess, cfg["OUTAGE_WINDOW_HOURS"], cfg["OUTAGE_MIN_JOBS"], cfg["OUTAGE_MIN_NODE_LEVEL"])
+    return render_template("staff_queue.html", groups=ordered, unknown=unknown_groups, f=f, outages=banner,
+                           window=cfg["OUTAGE_WINDOW_HOURS"], options=options, statuses=TICKET_STATUSES,
+                           count=len(tickets))
 
 
 def _ticket(ticket_id):
@@ -147,4 +152,4 @@ def figures():
     for title, rows in (("Submissions per failure class", subs), ("Tickets per failure class", tix)):
         dates, series, totals = daily_counts(rows, start, days)
         charts.append({"title": title, "svg": stacked_bars(title, dates, series), "totals": totals})
-    return render_template("staff_figures.html", charts=charts, days=days)
+    return render_template("staff_figures.html", charts=charts, days=days, feedback=feedback_by_entry(sess, since))
