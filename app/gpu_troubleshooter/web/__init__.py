@@ -13,6 +13,10 @@ from . import db
 from .extensions import csrf, limiter
 
 
+class MissingSecretKey(RuntimeError):
+    """The service cannot run safely without a SECRET_KEY."""
+
+
 class SpoolingRequest(Request):
     """Uploaded files go to an unlinked temp file in UPLOAD_DIR, never to memory or a named file."""
 
@@ -29,6 +33,11 @@ def create_app(config=None):
     app.request_class = SpoolingRequest
     app.config.update(config_module.from_environment(app.instance_path))
     app.config.update(config or {})
+    if not app.config.get("SECRET_KEY"):
+        raise MissingSecretKey(
+            "SECRET_KEY is not set. Set it to one long random value shared by every worker, e.g.\n"
+            "  export SECRET_KEY=$(python3 -c 'import secrets; print(secrets.token_hex(32))')\n"
+            "(`troubleshoot serve` makes one for local use.)")
     os.makedirs(app.config["UPLOAD_DIR"], exist_ok=True)
 
     if app.config["PROXY_COUNT"]:

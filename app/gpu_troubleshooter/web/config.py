@@ -3,7 +3,6 @@
 Every key can also be passed in the dict given to create_app(), which wins.
 """
 import os
-import secrets
 
 
 def _bool(name, default):
@@ -22,9 +21,13 @@ def from_environment(instance_path):
     """The configuration read from TROUBLESHOOT_* / standard variables."""
     max_mb = _int("TROUBLESHOOT_MAX_UPLOAD_MB", 200)
     return {
-        # A random key per process is safe but logs everyone out on restart
-        # and breaks sessions across gunicorn workers: set SECRET_KEY in production.
-        "SECRET_KEY": os.environ.get("SECRET_KEY") or secrets.token_hex(32),
+        # Required: one key shared by every worker (a per-process random key
+        # breaks CSRF and logins across gunicorn workers). create_app refuses
+        # to start without it; `troubleshoot serve` makes one for local use.
+        "SECRET_KEY": os.environ.get("SECRET_KEY") or None,
+        # The address users reach the service at: share links are built from
+        # it, never from the request's Host header. Unset: links are paths.
+        "BASE_URL": os.environ.get("TROUBLESHOOT_BASE_URL", "").rstrip("/"),
         "DATABASE_URL": os.environ.get("DATABASE_URL")
         or "sqlite:///" + os.path.join(instance_path, "troubleshoot.sqlite3"),
         "UPLOAD_DIR": os.environ.get("TROUBLESHOOT_UPLOAD_DIR")

@@ -53,14 +53,27 @@ def run(args):
     return args.web_command(args) or 0
 
 
-def _app():
+def _app(config=None):
+    """The app for a command. Commands other than `serve` sign no cookies, so
+    a throw-away key is enough when SECRET_KEY is unset."""
+    import secrets
     from . import create_app
-    return create_app()
+    return create_app({"SECRET_KEY": os.environ.get("SECRET_KEY") or secrets.token_hex(32), **(config or {})})
 
 
 def cmd_serve(args):
-    app = _app()
-    print(f"serving on http://{args.host}:{args.port}/ (Ctrl-C stops)", file=sys.stderr)
+    import secrets
+    key = os.environ.get("SECRET_KEY")
+    if not key:
+        key = secrets.token_hex(32)
+        print("troubleshoot: SECRET_KEY is not set; using a random key for this run "
+              "(logins end when it stops; set SECRET_KEY for a lasting service)", file=sys.stderr)
+    base = os.environ.get("TROUBLESHOOT_BASE_URL") or f"http://{args.host}:{args.port}"
+    app = _app({"SECRET_KEY": key, "BASE_URL": base.rstrip("/")})
+    import logging
+    from .accesslog import MaskTokens
+    logging.getLogger("werkzeug").addFilter(MaskTokens())
+    print(f"serving on {base}/ (Ctrl-C stops)", file=sys.stderr)
     app.run(host=args.host, port=args.port, debug=args.debug, threaded=True, use_reloader=False)
 
 

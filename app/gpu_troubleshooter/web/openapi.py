@@ -40,7 +40,8 @@ SCHEMAS = {
         "findings": {"type": "array", "items": {"$ref": "#/components/schemas/Finding"}},
         "facts": {"type": ["object", "null"]}}},
     "Submission": {"type": "object", "required": ["token", "url", "state"], "properties": {
-        "token": {"type": "string"}, "url": {"type": "string"}, "api_url": {"type": "string"},
+        "token": {"type": ["string", "null"], "description": "the share token: only to whoever holds it (staff listings show null)"},
+        "url": {"type": ["string", "null"]}, "api_url": {"type": ["string", "null"]},
         "created_at": {"type": "string"}, "source": {"type": "string"},
         "state": {"enum": ["processing", "done", "error"]},
         "failure_class": {"type": ["string", "null"]}, "confidence": {"type": "number"},

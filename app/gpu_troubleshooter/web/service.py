@@ -11,7 +11,7 @@ from flask import current_app
 
 from . import db
 from .helpdesk import apply_learning_fields
-from .intake import LogTooLarge, evidence_context, facts_location, new_token, redact_to_file
+from .intake import LogTooLarge, evidence_context, facts_location, new_token, redact_to_file, token_digest
 from .models import NO_MATCH, Submission, Ticket, utcnow
 from .redaction import redact_json, redact_str
 
@@ -70,12 +70,14 @@ def create_submission(raw, size, source, facts=None, gzip_hint=False):
     """Store a new submission; small logs are diagnosed now, large ones in the background."""
     app = current_app._get_current_object()
     facts = redact_json(facts) if facts is not None else None
-    row = Submission(token=new_token(), source=redact_str(source)[:255], facts=facts,
+    share_token = new_token()
+    row = Submission(token=token_digest(share_token), source=redact_str(source)[:255], facts=facts,
                      total_bytes=size or 0, state="processing", progress_bytes=0,
                      error="", tail="", failure_class=NO_MATCH, confidence=0.0,
                      cluster="", partition="")
     threshold = app.config["BACKGROUND_BYTES"]
     background = size is not None and (size > threshold or (gzip_hint and size * 8 > threshold))
+    row.share_token = share_token  # not stored: only its digest is; the caller shows it once
     session = db.session()
     session.add(row)
     session.commit()
@@ -117,6 +119,17 @@ def _scan_in_background(app, submission_id, raw, facts, source):
     finally:
         raw.close()
         session.close()
+
+
+def find_submission(token):
+    """The submission a share token opens, or None; the token is kept on the row for links."""
+    from sqlalchemy import select
+    if not token or len(token) > 64:
+        return None
+    row = db.session().scalar(select(Submission).where(Submission.token == token_digest(token)))
+    if row is not None:
+        row.share_token = token
+    return row
 
 
 def send_to_helpdesk(row, contact="", message=""):

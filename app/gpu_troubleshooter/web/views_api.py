@@ -13,7 +13,8 @@ from .kbview import search
 from .models import NO_MATCH, Submission, Ticket
 from .openapi import spec
 from .helpdesk import outages, unknown_groups
-from .service import BadLog, create_submission, diagnose_raw, record_feedback, send_to_helpdesk
+from .service import BadLog, create_submission, diagnose_raw, find_submission, record_feedback, send_to_helpdesk
+from .urls import public_url
 from .views_kb import entries
 from .views_staff import update_ticket
 
@@ -59,10 +60,12 @@ def diagnose():
 
 
 def submission_json(row, full=True):
+    """A submission as JSON; its links only where the caller holds the share token."""
+    token = getattr(row, "share_token", None)
     out = {
-        "token": row.token,
-        "url": url_for("public.result", token=row.token, _external=True),
-        "api_url": url_for("api.get_submission", token=row.token, _external=True),
+        "token": token,
+        "url": public_url("public.result", token=token) if token else None,
+        "api_url": public_url("api.get_submission", token=token) if token else None,
         "created_at": row.created_at.isoformat(),
         "state": row.state,
         "source": row.source,
@@ -93,12 +96,12 @@ def create():
         log_input.raw.close()
     resp = jsonify(submission_json(row))
     resp.status_code = 202 if row.state == "processing" else 201
-    resp.headers["Location"] = url_for("api.get_submission", token=row.token)
+    resp.headers["Location"] = url_for("api.get_submission", token=row.share_token)
     return resp
 
 
 def _by_token(token):
-    return db.session().scalar(select(Submission).where(Submission.token == token)) if len(token) <= 64 else None
+    return find_submission(token)
 
 
 @bp.get("/submissions/<token>")

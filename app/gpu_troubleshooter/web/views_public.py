@@ -1,12 +1,12 @@
 """Public pages: submit a log, read the diagnosis, send it to the helpdesk."""
 from flask import Blueprint, abort, current_app, flash, jsonify, redirect, render_template, request, url_for
-from sqlalchemy import select, text
+from sqlalchemy import text
 
 from . import db
 from .extensions import limiter, submit_limit
 from .inputs import BadInput, facts_from_form, log_from_form
-from .models import Submission
-from .service import create_submission, record_feedback, send_to_helpdesk
+from .service import create_submission, find_submission, record_feedback, send_to_helpdesk
+from .urls import public_url
 
 bp = Blueprint("public", __name__)
 
@@ -29,12 +29,12 @@ def submit():
     row = create_submission(log_input.raw, log_input.size, log_input.source, facts, log_input.gzip)
     if row.state != "processing":
         log_input.raw.close()
-    return redirect(url_for("public.result", token=row.token), code=303)
+    return redirect(url_for("public.result", token=row.share_token), code=303)
 
 
 def _submission(token):
-    # The token is the secret: a plain equality lookup, 404 for anything else.
-    row = db.session().scalar(select(Submission).where(Submission.token == token)) if len(token) <= 64 else None
+    # The token is the secret (the database holds its digest): 404 for anything else.
+    row = find_submission(token)
     if row is None:
         abort(404)
     return row
@@ -45,7 +45,7 @@ def result(token):
     row = _submission(token)
     if row.state == "processing":
         return render_template("progress.html", row=row), 200, {"Cache-Control": "no-store"}
-    share_url = url_for("public.result", token=token, _external=True)
+    share_url = public_url("public.result", token=token)
     return render_template("result.html", row=row, d=row.diagnosis or {}, share_url=share_url), 200, {
         "Cache-Control": "no-store", "X-Robots-Tag": "noindex"}
 
