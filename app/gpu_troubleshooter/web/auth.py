@@ -86,7 +86,11 @@ def _unauthorized():
 
 def safe_next(target):
     """Only same-site relative paths are followed after login."""
-    if target and target.startswith("/") and not target.startswith("//") and "\\" not in target:
+    # Browsers and werkzeug drop tabs and newlines from a Location, so
+    # "/\t/evil.example" would become "//evil.example": refuse any control
+    # character, any backslash, and anything that is not a plain local path.
+    if (target and target.startswith("/") and not target.startswith("//") and "\\" not in target
+            and all(ch.isprintable() and not ch.isspace() for ch in target)):
         return target
     return url_for("staff.queue")
 

@@ -12,6 +12,7 @@ from .inputs import BadInput, LogInput, log_from_body, log_from_form, parse_fact
 from .kbview import search
 from .models import NO_MATCH, Submission, Ticket
 from .openapi import spec
+from .params import BadParam, parse_int, valid_id
 from .helpdesk import outages, unknown_groups
 from .service import BadLog, create_submission, diagnose_raw, find_submission, record_feedback, send_to_helpdesk
 from .urls import public_url
@@ -38,6 +39,8 @@ def _read_input():
         body = request.get_json(silent=True)
         if not isinstance(body, dict) or not isinstance(body.get("log"), str) or not body["log"].strip():
             raise BadInput('expected a JSON object {"log": "...", "facts": {...}}')
+        if not isinstance(body.get("facts"), (dict, type(None))):
+            raise BadInput("facts must be a JSON object (the probe's output) or null")
         data = body["log"].encode("utf-8")
         return LogInput(io.BytesIO(data), len(data), "request body"), parse_facts(body.get("facts"))
     return log_from_body(), parse_facts(request.args.get("facts", "").encode() or None)
@@ -120,8 +123,12 @@ def create_ticket(token):
         return error(404, "not_found", "no such submission")
     if row.state == "processing":
         return error(409, "processing", "the log is still being scanned")
-    body = request.get_json(silent=True) or {}
-    t = send_to_helpdesk(row, str(body.get("contact", "")), str(body.get("message", "")))
+    body = request.get_json(silent=True)
+    if body is None:
+        body = {}
+    if not isinstance(body, dict) or not all(isinstance(body.get(k, ""), str) for k in ("contact", "message")):
+        return error(400, "bad_input", 'expected a JSON object {"contact": "...", "message": "..."}')
+    t = send_to_helpdesk(row, body.get("contact", ""), body.get("message", ""))
     return jsonify(id=t.id, status=t.status), 201
 
 
@@ -194,27 +201,37 @@ def tickets():
     if request.args.get("class"):
         cls = request.args["class"]
         q = q.where(Submission.failure_class == (NO_MATCH if cls == "none" else cls))
-    rows = db.session().scalars(q.limit(min(int(request.args.get("limit", 200) or 200), 1000))).all()
+    try:
+        limit = parse_int(request.args.get("limit"), "limit", lo=1, hi=1000, default=200)
+    except BadParam as exc:
+        return error(400, "bad_input", str(exc))
+    rows = db.session().scalars(q.limit(limit)).all()
     return jsonify(tickets=[ticket_json(t) for t in rows])
 
 
 @bp.get("/tickets/<int:ticket_id>")
 @token_required
 def ticket(ticket_id):
-    t = db.session().get(Ticket, ticket_id)
+    t = db.session().get(Ticket, ticket_id) if valid_id(ticket_id) else None
     return jsonify(ticket_json(t, full=True)) if t else error(404, "not_found", "no such ticket")
 
 
 @bp.patch("/tickets/<int:ticket_id>")
 @token_required
 def ticket_patch(ticket_id):
-    t = db.session().get(Ticket, ticket_id)
+    t = db.session().get(Ticket, ticket_id) if valid_id(ticket_id) else None
     if t is None:
         return error(404, "not_found", "no such ticket")
-    body = request.get_json(silent=True) or {}
+    body = request.get_json(silent=True)
+    if not isinstance(body, dict):
+        return error(400, "bad_input", 'expected a JSON object {"status": ..., "assignee_id": ..., "note": ...}')
     assignee = body.get("assignee_id")
-    if assignee is not None and not isinstance(assignee, int):
+    if assignee is not None and (not isinstance(assignee, int) or isinstance(assignee, bool)
+                                 or not 0 <= assignee <= 2**31 - 1):
         return error(400, "bad_input", "assignee_id must be an integer (0 = nobody)")
+    for key in ("status", "note"):
+        if body.get(key) is not None and not isinstance(body[key], str):
+            return error(400, "bad_input", f"{key} must be a string")
     problem = update_ticket(t, status=body.get("status"), assignee_id=assignee,
                             note=body.get("note"), author=g.staff)
     if problem:
@@ -225,10 +242,12 @@ def ticket_patch(ticket_id):
 @bp.post("/tickets/<int:ticket_id>/notes")
 @token_required
 def ticket_note(ticket_id):
-    t = db.session().get(Ticket, ticket_id)
+    t = db.session().get(Ticket, ticket_id) if valid_id(ticket_id) else None
     if t is None:
         return error(404, "not_found", "no such ticket")
-    text = str((request.get_json(silent=True) or {}).get("text", "")).strip()
+    body = request.get_json(silent=True)
+    text = body.get("text") if isinstance(body, dict) else None
+    text = text.strip() if isinstance(text, str) else ""
     if not text:
         return error(400, "bad_input", 'expected {"text": "..."}')
     update_ticket(t, note=text, author=g.staff)

@@ -8,6 +8,7 @@ from . import db
 from .auth import check_login, current_staff, login, login_required, safe_next
 from .charts import daily_counts, stacked_bars
 from .helpdesk import feedback_by_entry, outages
+from .params import BadParam, parse_int, valid_id
 from .extensions import limiter, login_limit
 from .models import NO_MATCH, TICKET_STATUSES, Note, StaffUser, Submission, Ticket, utcnow
 from .redaction import redact_str
@@ -84,7 +85,7 @@ def queue():
 
 
 def _ticket(ticket_id):
-    t = db.session().get(Ticket, ticket_id)
+    t = db.session().get(Ticket, ticket_id) if valid_id(ticket_id) else None
     if t is None:
         abort(404)
     return t
@@ -126,7 +127,9 @@ def update_ticket(t, status=None, assignee_id=None, note=None, author=None):
 def ticket_update(ticket_id):
     t = _ticket(ticket_id)
     assignee = request.form.get("assignee")
-    if assignee is not None and assignee not in ("",) and not assignee.isdigit():
+    try:
+        parse_int(assignee, "assignee")
+    except BadParam:
         abort(400)
     error = update_ticket(t, status=request.form.get("status") or None, assignee_id=assignee,
                           note=request.form.get("note", "").strip() or None, author=current_staff())
