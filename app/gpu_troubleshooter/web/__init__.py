@@ -48,6 +48,7 @@ def create_app(config=None):
     if app.config["AUTO_MIGRATE"]:
         db.upgrade(app.config["DATABASE_URL"])
     db.init_app(app)
+    _fail_lost_scans(app)
     csrf.init_app(app)
     limiter.init_app(app)
 
@@ -73,3 +74,15 @@ def create_app(config=None):
 
     logging.getLogger(__name__).debug("app created with database %s", app.config["DATABASE_URL"].split("@")[-1])
     return app
+
+
+def _fail_lost_scans(app):
+    """Scans that a previous process began and never finished are marked failed."""
+    from .service import fail_stale_scans
+    session = db.new_session(app)
+    try:
+        fail_stale_scans(session, app.config["STALE_SCAN_MINUTES"])
+    except Exception:  # a database that is not reachable yet must not stop the start
+        logging.getLogger(__name__).warning("could not check for lost scans", exc_info=True)
+    finally:
+        session.close()

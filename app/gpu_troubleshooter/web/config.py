@@ -40,6 +40,10 @@ def from_environment(instance_path):
         "MAX_LOG_BYTES": _int("TROUBLESHOOT_MAX_LOG_MB", 4 * max_mb) * 1024 * 1024,
         # Logs above this size are scanned in a background thread.
         "BACKGROUND_BYTES": _int("TROUBLESHOOT_BACKGROUND_MB", 4) * 1024 * 1024,
+        # Large logs waiting or being scanned per process; more get 503 + Retry-After.
+        "BACKGROUND_QUEUE": _int("TROUBLESHOOT_BACKGROUND_QUEUE", 8),
+        # A scan still "processing" after this long was lost to a restart: marked failed.
+        "STALE_SCAN_MINUTES": _int("TROUBLESHOOT_STALE_SCAN_MINUTES", 30),
         "AUTO_MIGRATE": _bool("TROUBLESHOOT_AUTO_MIGRATE", True),
         "KB_DIRS": tuple(p for p in os.environ.get("TROUBLESHOOT_KB", "").split(os.pathsep) if p),
         "SESSION_COOKIE_SECURE": _bool("SESSION_COOKIE_SECURE", False),

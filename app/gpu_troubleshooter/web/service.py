@@ -22,6 +22,15 @@ class BadLog(Exception):
     """The input cannot be diagnosed; the message is for the user."""
 
 
+class Busy(Exception):
+    """The background queue is full: the client should retry later (503 + Retry-After)."""
+
+    retry_after = 30
+
+
+INTERRUPTED = "the scan was interrupted (the service restarted or failed); please submit the log again"
+
+
 def knowledge_base(app=None):
     app = app or current_app
     kb = app.extensions.get("kb")
@@ -77,19 +86,56 @@ def create_submission(raw, size, source, facts=None, gzip_hint=False):
                      cluster="", partition="")
     threshold = app.config["BACKGROUND_BYTES"]
     background = size is not None and (size > threshold or (gzip_hint and size * 8 > threshold))
+    slots = _slots(app)
+    if background and not slots.acquire(blocking=False):
+        raise Busy("the service is busy scanning other large logs; try again in a minute")
     row.share_token = share_token  # not stored: only its digest is; the caller shows it once
     session = db.session()
     session.add(row)
     session.commit()
     if background:
-        _executor(app).submit(_scan_in_background, app, row.id, raw, facts, row.source)
+        try:
+            _executor(app).submit(_scan_in_background, app, row.id, raw, facts, row.source)
+        except BaseException:  # the pool is shutting down: say so rather than wait forever
+            slots.release()
+            row.state, row.error = "error", INTERRUPTED
+            session.commit()
+            raise
         return row
     try:
         _record(row, *diagnose_raw(app, raw, facts, row.source))
     except BadLog as exc:
         row.state, row.error = "error", str(exc)
+    except Exception:  # stored as failed, with a reason the user sees; never left "processing"
+        log.exception("scan of submission %s failed", row.id)
+        session.rollback()
+        row = session.get(Submission, row.id)
+        row.share_token = share_token
+        row.state, row.error = "error", "internal error while scanning the log; please submit it again"
     session.commit()
     return row
+
+
+def _slots(app):
+    """At most BACKGROUND_QUEUE large logs waiting or scanning per process."""
+    import threading
+    slots = app.extensions.get("scan_slots")
+    if slots is None:
+        slots = app.extensions["scan_slots"] = threading.BoundedSemaphore(app.config["BACKGROUND_QUEUE"])
+    return slots
+
+
+def fail_stale_scans(session, older_than_minutes, now=None):
+    """Scans still "processing" long after they began were lost (a worker was
+    killed or restarted): mark them failed so their page stops waiting."""
+    from datetime import timedelta
+    from sqlalchemy import update
+    cutoff = (now or utcnow()) - timedelta(minutes=older_than_minutes)
+    result = session.execute(update(Submission).where(Submission.state == "processing", Submission.created_at < cutoff)
+                             .values(state="error", error=INTERRUPTED)
+                             .execution_options(synchronize_session=False))
+    session.commit()
+    return result.rowcount
 
 
 def _executor(app):
@@ -119,6 +165,7 @@ def _scan_in_background(app, submission_id, raw, facts, source):
     finally:
         raw.close()
         session.close()
+        _slots(app).release()
 
 
 def find_submission(token):
@@ -126,9 +173,13 @@ def find_submission(token):
     from sqlalchemy import select
     if not token or len(token) > 64:
         return None
-    row = db.session().scalar(select(Submission).where(Submission.token == token_digest(token)))
-    if row is not None:
-        row.share_token = token
+    session = db.session()
+    row = session.scalar(select(Submission).where(Submission.token == token_digest(token)))
+    if row is None:
+        return None
+    if row.state == "processing" and fail_stale_scans(session, current_app.config["STALE_SCAN_MINUTES"]):
+        session.refresh(row)
+    row.share_token = token
     return row
 
 

@@ -14,7 +14,7 @@ from .models import NO_MATCH, Submission, Ticket
 from .openapi import spec
 from .params import BadParam, parse_int, valid_id
 from .helpdesk import outages, unknown_groups
-from .service import BadLog, create_submission, diagnose_raw, find_submission, record_feedback, send_to_helpdesk
+from .service import BadLog, Busy, create_submission, diagnose_raw, find_submission, record_feedback, send_to_helpdesk
 from .urls import public_url
 from .views_kb import entries
 from .views_staff import update_ticket
@@ -94,7 +94,13 @@ def create():
         log_input, facts = _read_input()
     except BadInput as exc:
         return error(400, "bad_input", str(exc))
-    row = create_submission(log_input.raw, log_input.size, log_input.source, facts, log_input.gzip)
+    try:
+        row = create_submission(log_input.raw, log_input.size, log_input.source, facts, log_input.gzip)
+    except Busy as exc:
+        log_input.raw.close()
+        resp = error(503, "busy", str(exc))
+        resp.headers["Retry-After"] = str(exc.retry_after)
+        return resp
     if row.state != "processing":
         log_input.raw.close()
     resp = jsonify(submission_json(row))

@@ -5,7 +5,7 @@ from sqlalchemy import text
 from . import db
 from .extensions import limiter, submit_limit
 from .inputs import BadInput, facts_from_form, log_from_form
-from .service import create_submission, find_submission, record_feedback, send_to_helpdesk
+from .service import Busy, create_submission, find_submission, record_feedback, send_to_helpdesk
 from .urls import public_url
 
 bp = Blueprint("public", __name__)
@@ -26,7 +26,12 @@ def submit():
     except BadInput as exc:
         return render_template("index.html", error=str(exc), form=request.form,
                                max_bytes=current_app.config["MAX_CONTENT_LENGTH"]), 400
-    row = create_submission(log_input.raw, log_input.size, log_input.source, facts, log_input.gzip)
+    try:
+        row = create_submission(log_input.raw, log_input.size, log_input.source, facts, log_input.gzip)
+    except Busy as exc:
+        log_input.raw.close()
+        return render_template("index.html", error=str(exc), form=request.form,
+                               max_bytes=current_app.config["MAX_CONTENT_LENGTH"]), 503, {"Retry-After": str(exc.retry_after)}
     if row.state != "processing":
         log_input.raw.close()
     return redirect(url_for("public.result", token=row.share_token), code=303)
