@@ -62,6 +62,20 @@ def from_environment(instance_path):
         "OUTAGE_WINDOW_HOURS": float(os.environ.get("TROUBLESHOOT_OUTAGE_WINDOW_HOURS", "6")),
         "OUTAGE_MIN_JOBS": _int("TROUBLESHOOT_OUTAGE_MIN_JOBS", 3),
         "OUTAGE_MIN_NODE_LEVEL": _int("TROUBLESHOOT_OUTAGE_MIN_NODE_LEVEL", 2),
+        # Retention: submissions older than this are deleted by `troubleshoot db prune`
+        # (anonymous counts and feedback stay for the figures).
+        "RETENTION_DAYS": _int("TROUBLESHOOT_RETENTION_DAYS", 90),
+        # Mail to submitters (a staff reply): unset SMTP_HOST sends none.
+        "SMTP_HOST": os.environ.get("SMTP_HOST", ""),
+        "SMTP_PORT": _int("SMTP_PORT", 25),
+        "SMTP_STARTTLS": _bool("SMTP_STARTTLS", False),
+        "SMTP_USER": os.environ.get("SMTP_USER", ""),
+        "SMTP_PASSWORD": os.environ.get("SMTP_PASSWORD", ""),
+        "MAIL_FROM": os.environ.get("MAIL_FROM", ""),
+        "SITE_NAME": os.environ.get("TROUBLESHOOT_SITE_NAME", "GPU"),
+        # Failed staff logins allowed per 15 minutes, per account and per address (all workers together).
+        "LOGIN_MAX_FAILURES_ACCOUNT": _int("TROUBLESHOOT_LOGIN_MAX_FAILURES_ACCOUNT", 10),
+        "LOGIN_MAX_FAILURES_ADDRESS": _int("TROUBLESHOOT_LOGIN_MAX_FAILURES_ADDRESS", 30),
         # Drafts made from groups of unknown failures go to this site KB folder.
         "DRAFT_KB_DIR": os.environ.get("TROUBLESHOOT_DRAFT_KB") or os.path.join(instance_path, "site-kb"),
     }

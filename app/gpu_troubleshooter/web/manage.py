@@ -36,13 +36,24 @@ def add_subcommands(subparsers):
     tok = sub.add_parser("token", help="create an API token for a staff member (printed once)")
     tok.add_argument("name")
     tok.add_argument("--label", default="")
+    tok.add_argument("--scope", choices=("staff", "submit"), default="staff",
+                     help="submit: may only post submissions (for the scheduler epilog); staff: the whole staff API")
     tok.set_defaults(web_command=cmd_staff_token)
+    toks = sub.add_parser("tokens", help="list API tokens (id, owner, scope, label, last used)")
+    toks.set_defaults(web_command=cmd_staff_tokens)
+    rev = sub.add_parser("revoke", help="revoke an API token by its id (see `staff tokens`)")
+    rev.add_argument("token_id", type=int)
+    rev.set_defaults(web_command=cmd_staff_revoke)
 
     dbp = subparsers.add_parser("db", help="database migrations")
     dsub = dbp.add_subparsers(dest="db_command", required=True)
     up = dsub.add_parser("upgrade", help="apply the migrations (DATABASE_URL, default SQLite in the instance folder)")
     up.add_argument("revision", nargs="?", default="head")
     up.set_defaults(web_command=cmd_db_upgrade)
+    prune = dsub.add_parser("prune", help="delete submissions older than the retention period "
+                                          "(anonymous counts and feedback are kept)")
+    prune.add_argument("--days", type=int, default=None, help="default: TROUBLESHOOT_RETENTION_DAYS (90)")
+    prune.set_defaults(web_command=cmd_db_prune)
     again = dsub.add_parser("rediagnose", help="diagnose again the submissions with no known failure "
                                                 "(after promoting a draft entry or upgrading)")
     again.set_defaults(web_command=cmd_db_rediagnose)
@@ -146,10 +157,35 @@ def cmd_staff_token(args):
     from .auth import new_api_token
     app = _app()
     with db.new_session(app) as sess:
-        token = new_api_token(sess, _user(sess, args.name), args.label)
+        token = new_api_token(sess, _user(sess, args.name), args.label, args.scope)
         sess.commit()
     print(token)
-    print("(shown once: only its hash is stored)", file=sys.stderr)
+    print(f"({args.scope} token, shown once: only its hash is stored)", file=sys.stderr)
+
+
+def cmd_staff_tokens(args):
+    from sqlalchemy import select
+    from . import db
+    from .models import ApiToken
+    app = _app()
+    with db.new_session(app) as sess:
+        for t in sess.scalars(select(ApiToken).order_by(ApiToken.id)):
+            state = "revoked" if t.revoked_at else "active"
+            used = t.last_used_at.strftime("%Y-%m-%d %H:%M") if t.last_used_at else "never"
+            print(f"{t.id}\t{t.staff.name}\t{t.scope}\t{state}\t{t.label or '-'}\tlast used {used}")
+
+
+def cmd_staff_revoke(args):
+    from . import db
+    from .models import ApiToken, utcnow
+    app = _app()
+    with db.new_session(app) as sess:
+        token = sess.get(ApiToken, args.token_id)
+        if token is None:
+            raise SystemExit(f"troubleshoot: no API token with id {args.token_id}")
+        token.revoked_at = token.revoked_at or utcnow()
+        sess.commit()
+    print(f"token {args.token_id} revoked")
 
 
 def cmd_db_upgrade(args):
@@ -183,4 +219,20 @@ def cmd_db_rediagnose(args):
         finally:
             session.close()
     print(f"{changed} submission(s) with no known failure now have an answer.")
+    return 0
+
+
+def cmd_db_prune(args):
+    from . import db
+    from .service import prune
+    app = _app()
+    days = args.days if args.days is not None else app.config["RETENTION_DAYS"]
+    if days < 1:
+        raise SystemExit("troubleshoot: --days must be at least 1")
+    session = db.new_session(app)
+    try:
+        removed = prune(session, days)
+    finally:
+        session.close()
+    print(f"{removed} submission(s) older than {days} days deleted; their anonymous counts were kept.")
     return 0

@@ -1,7 +1,7 @@
 """Database tables. Everything stored here has been redacted first (see intake.py)."""
-from datetime import datetime, timezone
+from datetime import date, datetime, timezone
 
-from sqlalchemy import JSON, Boolean, DateTime, ForeignKey, Integer, String, Text, BigInteger
+from sqlalchemy import JSON, Boolean, Date, DateTime, ForeignKey, Integer, String, Text, BigInteger
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
 
@@ -82,6 +82,10 @@ class ApiToken(Base):
     # sha256 of the token: the token is random and long, so a slow hash adds nothing.
     token_hash: Mapped[str] = mapped_column(String(64), unique=True, index=True)
     label: Mapped[str] = mapped_column(String(80), default="")
+    # "staff": the whole API as that staff member; "submit": only POST /api/v1/submissions
+    # (what a scheduler epilog needs, so a token on every compute node opens no ticket).
+    scope: Mapped[str] = mapped_column(String(16), default="staff")
+    revoked_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), nullable=True)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     last_used_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), nullable=True)
     staff: Mapped[StaffUser] = relationship()
@@ -109,4 +113,24 @@ class Note(Base):
     author_id: Mapped[int] = mapped_column(ForeignKey("staff_user.id", ondelete="SET NULL"), nullable=True)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     text: Mapped[str] = mapped_column(Text)
+    public: Mapped[bool] = mapped_column(Boolean, default=False)     # a reply: the submitter sees it (and is mailed)
+    from_user: Mapped[bool] = mapped_column(Boolean, default=False)  # the submitter's answer at the private link
     author: Mapped[StaffUser] = relationship()
+
+
+class PrunedCount(Base):
+    """What retention keeps of deleted submissions: anonymous counts per day and class."""
+    __tablename__ = "pruned_count"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    day: Mapped[date] = mapped_column(Date, index=True)
+    kind: Mapped[str] = mapped_column(String(16))
+    failure_class: Mapped[str] = mapped_column(String(120))
+    count: Mapped[int] = mapped_column(Integer)
+
+
+class LoginFailure(Base):
+    """A failed staff login, keyed by account and by address: throttling shared by all workers."""
+    __tablename__ = "login_failure"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    key: Mapped[str] = mapped_column(String(200))
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)

@@ -5,6 +5,7 @@ redacted text and records what it said.
 """
 import logging
 import os
+import re
 from concurrent.futures import ThreadPoolExecutor
 
 from flask import current_app
@@ -186,7 +187,7 @@ def find_submission(token):
 def send_to_helpdesk(row, contact="", message=""):
     """The submission's ticket (created once; later sends add to its message)."""
     session = db.session()
-    contact, message = redact_str(contact.strip())[:255], redact_str(message.strip())[:10000]
+    contact, message = _contact(contact), redact_str(message.strip())[:10000]
     ticket = row.ticket
     if ticket is None:
         ticket = Ticket(submission=row, contact=contact, message=message, status="new")
@@ -245,3 +246,80 @@ def rediagnose_unknown(app, session, limit=10000):
         changed += 1
     session.commit()
     return changed
+
+
+_PLAIN_CONTACT = re.compile(r"^[A-Za-z0-9._%+-]{1,64}(?:@[A-Za-z0-9-]{1,63}(?:\.[A-Za-z0-9-]{1,63})+)?$")
+
+
+def _contact(contact):
+    """The submitter's e-mail or user name, kept as typed so the helpdesk can answer
+    (it is shown to staff only); anything else in the field is redacted like a log."""
+    contact = contact.strip()[:255]
+    return contact if _PLAIN_CONTACT.match(contact) else redact_str(contact)
+
+
+def reply_to_submitter(app, ticket, text, author):
+    """A staff reply: stored as a public note, shown at the private link, mailed when possible.
+    Returns True when a mail went out."""
+    from . import mailer
+    from .models import Note
+    session = db.session()
+    text = redact_str(text.strip())[:20000]
+    session.add(Note(ticket_id=ticket.id, author_id=author.id if author else None, text=text, public=True))
+    ticket.status = "waiting_for_user"
+    ticket.updated_at = utcnow()
+    session.commit()
+    return mailer.send(app.config, ticket.contact, f"Re: your GPU job (helpdesk ticket #{ticket.id})",
+                       mailer.reply_body(ticket.id, text, app.config.get("SITE_NAME") or "GPU"))
+
+
+def answer_from_submitter(row, text):
+    """The submitter answers a reply at the private link; the ticket comes back to the queue."""
+    from .models import Note
+    session = db.session()
+    ticket = row.ticket
+    session.add(Note(ticket_id=ticket.id, text=redact_str(text.strip())[:20000], public=True, from_user=True))
+    if ticket.status in ("waiting_for_user", "resolved"):
+        ticket.status = "in_progress"
+    ticket.updated_at = utcnow()
+    session.commit()
+
+
+def forget(session, rows):
+    """Delete submissions with their tickets and notes, keeping anonymous daily
+    counts (figures survive) and feedback without its link to the submission."""
+    from sqlalchemy import delete, select, update
+
+    from .models import Feedback, Note, PrunedCount, Ticket
+    counts = {}
+    for row in rows:
+        day = row.created_at.date()
+        counts[(day, "submission", row.failure_class)] = counts.get((day, "submission", row.failure_class), 0) + 1
+        if row.ticket is not None:
+            tday = row.ticket.created_at.date()
+            counts[(tday, "ticket", row.failure_class)] = counts.get((tday, "ticket", row.failure_class), 0) + 1
+    ids = [row.id for row in rows]
+    for (day, kind, cls), n in counts.items():
+        session.add(PrunedCount(day=day, kind=kind, failure_class=cls, count=n))
+    if ids:
+        ticket_ids = session.scalars(select(Ticket.id).where(Ticket.submission_id.in_(ids))).all()
+        if ticket_ids:
+            session.execute(delete(Note).where(Note.ticket_id.in_(ticket_ids)))
+            session.execute(delete(Ticket).where(Ticket.id.in_(ticket_ids)))
+        session.execute(update(Feedback).where(Feedback.submission_id.in_(ids)).values(submission_id=None))
+        session.execute(delete(Submission).where(Submission.id.in_(ids)))
+    session.commit()
+    return len(ids)
+
+
+def prune(session, days, now=None, batch=500):
+    """Retention: forget submissions older than `days` days; returns how many."""
+    from datetime import timedelta
+    from sqlalchemy import select
+    cutoff = (now or utcnow()) - timedelta(days=days)
+    total = 0
+    while True:
+        rows = session.scalars(select(Submission).where(Submission.created_at < cutoff).limit(batch)).all()
+        if not rows:
+            return total
+        total += forget(session, rows)

@@ -6,7 +6,7 @@ from flask import Blueprint, current_app, g, jsonify, request, url_for
 from sqlalchemy import select
 
 from . import db
-from .auth import token_required
+from .auth import bearer_token, token_required
 from .extensions import limiter, submit_limit
 from .inputs import BadInput, LogInput, log_from_body, log_from_form, parse_facts
 from .kbview import search
@@ -14,7 +14,8 @@ from .models import NO_MATCH, Submission, Ticket
 from .openapi import spec
 from .params import BadParam, parse_int, valid_id
 from .helpdesk import outages, unknown_groups
-from .service import BadLog, Busy, create_submission, diagnose_raw, find_submission, record_feedback, send_to_helpdesk
+from .service import (BadLog, Busy, create_submission, diagnose_raw, find_submission, forget, record_feedback,
+                      send_to_helpdesk)
 from .urls import public_url
 from .views_kb import entries
 from .views_staff import update_ticket
@@ -88,7 +89,7 @@ def submission_json(row, full=True):
 
 
 @bp.post("/submissions")
-@limiter.limit(submit_limit)
+@limiter.limit(submit_limit, exempt_when=lambda: bearer_token() is not None)  # the epilog's token: no rate limit
 def create():
     try:
         log_input, facts = _read_input()
@@ -119,6 +120,15 @@ def get_submission(token):
     if row is None:
         return error(404, "not_found", "no such submission")
     return jsonify(submission_json(row))
+
+
+@bp.delete("/submissions/<token>")
+def delete_submission(token):
+    row = _by_token(token)
+    if row is None:
+        return error(404, "not_found", "no such submission")
+    forget(db.session(), [row])
+    return "", 204
 
 
 @bp.post("/submissions/<token>/ticket")

@@ -5,7 +5,8 @@ from sqlalchemy import text
 from . import db
 from .extensions import limiter, submit_limit
 from .inputs import BadInput, facts_from_form, log_from_form
-from .service import Busy, create_submission, find_submission, record_feedback, send_to_helpdesk
+from .service import (Busy, answer_from_submitter, create_submission, find_submission, forget, record_feedback,
+                      send_to_helpdesk)
 from .urls import public_url
 
 bp = Blueprint("public", __name__)
@@ -81,6 +82,29 @@ def feedback(token):
         return redirect(url_for("public.result", token=token, _anchor="feedback"), code=303)
     flash("Thank you: your answer helps the helpdesk improve this diagnosis.")
     return redirect(url_for("public.result", token=token, _anchor="feedback"), code=303)
+
+
+@bp.post("/s/<token>/reply")
+@limiter.limit(submit_limit)
+def reply(token):
+    row = _submission(token)
+    text = request.form.get("text", "").strip()
+    if row.ticket is None or not text:
+        abort(400)
+    answer_from_submitter(row, text)
+    flash("Your answer was added to your helpdesk request.")
+    return redirect(url_for("public.result", token=token, _anchor="helpdesk"), code=303)
+
+
+@bp.post("/s/<token>/delete")
+@limiter.limit(submit_limit)
+def delete(token):
+    row = _submission(token)
+    if request.form.get("confirm") != "yes":
+        abort(400)
+    forget(db.session(), [row])
+    flash("Your submission, its log lines and any helpdesk request were deleted.")
+    return redirect(url_for("public.index"), code=303)
 
 
 @bp.get("/healthz")
