@@ -132,3 +132,32 @@ def test_a_flood_of_harmless_lines_cannot_push_the_error_out():
 def test_long_line_is_cut_with_an_ellipsis():
     keys = collect(["RuntimeError: " + "x" * 10_000])
     assert keys and keys[0].text.endswith("…") and len(keys[0].text) <= 300
+
+
+def test_engine_and_renderers_name_the_key_lines_in_20000_lines_of_noise():
+    """Through the real scan: JSON field and the human output, with a random exception."""
+    from gpu_troubleshooter.engine import diagnose_text
+    from gpu_troubleshooter.knowledge import load_knowledge_base
+    from gpu_troubleshooter.render import Style, human
+    rng = random.Random(77)
+    exc = exception_name(rng)
+    msg = " ".join(word(rng) for _ in range(4))
+    tail = ["Traceback (most recent call last):", '  File "/home/u/run.py", line 31, in <module>', "    go()",
+            f"{exc}: {msg}", "srun: error: gpu-q042: task 0: Exited with exit code 1"]
+    text = "\n".join(noise(rng, 10_000) + tail + noise(rng, 10_000)) + "\n"
+    diagnosis = diagnose_text(text, load_knowledge_base())
+    doc = diagnosis.to_dict()
+    assert doc["findings"] == []
+    keys = doc["key_lines"]
+    assert keys[0]["line"] == 10_004 and keys[0]["exception"] == exc and keys[0]["origin"] == "your code"
+    out = human(diagnosis, Style(False))
+    assert "No known failure; these lines ended the job:" in out and f"{exc}: {msg}" in out
+    assert "%|" not in out and "UserWarning" not in out
+
+
+def test_clean_log_through_the_engine_has_no_key_lines():
+    from gpu_troubleshooter.engine import diagnose_text
+    from gpu_troubleshooter.knowledge import load_knowledge_base
+    rng = random.Random(78)
+    doc = diagnose_text("\n".join(noise(rng, 20_000)) + "\nDone.\n", load_knowledge_base()).to_dict()
+    assert doc["findings"] == [] and doc["key_lines"] == []

@@ -136,6 +136,13 @@ KIND_CASES = [
     ("password", "export DB_PASSWORD='s3cr3t!'", "export DB_PASSWORD='[REDACTED:password]'"),
     ("password", "  password: MyYamlPass1", "  password: [REDACTED:password]"),
     ("password", "docker login --password Pa55w0rd registry.io", "docker login --password [REDACTED:password] registry.io"),
+    ("password", "+ docker login -u alice -p Pa55w0rd! nvcr.io", "+ docker login -u alice -p [REDACTED:password] nvcr.io"),
+    ("password", "mysql -u root -pHunter2x mydb", "mysql -u root -p[REDACTED:password] mydb"),
+    ("docker-auth", '{"auths": {"nvcr.io": {"auth": "JG9hdXRodG9rZW46bnZhcGktc2VjcmV0"}}}',
+     '{"auths": {"nvcr.io": {"auth": "[REDACTED:docker-auth]"}}}'),
+    ("kaggle-key", '{"username":"alice","key":"0123456789abcdef0123456789abcdef"}',
+     '{"username":"alice","key":"[REDACTED:kaggle-key]"}'),
+    ("munge-key", "MUNGE_KEY=QmFzZTY0S2V5TWF0ZXJpYWwxMjM0NTY3OA==", "MUNGE_KEY=[REDACTED:munge-key]"),
     ("password", "PGPASSWORD := tiger", "PGPASSWORD := [REDACTED:password]"),
     ("password", "curl -sS -u alice:S3cr3t-pw https://registry.example.org/v2/",
      "curl -sS -u alice:[REDACTED:password] https://registry.example.org/v2/"),
@@ -574,3 +581,19 @@ def test_patterns_are_linear_time_on_adversarial_input():
     elapsed = time.process_time() - start
     assert elapsed < 2.0, f"took {elapsed:.2f}s; slowest single line {slowest}"
     assert slowest[0] < 0.5, slowest
+
+
+def test_facts_json_is_redacted_by_key():
+    """Env-style secrets in the probe's facts go whatever they look like (web review §2.2)."""
+    pytest.importorskip("flask")
+    from gpu_troubleshooter.web.redaction import redact_json
+    secrets = {"AWS_SECRET_ACCESS_KEY": "wJalrXUtnFEMI/K7MDENG/bPxRfiCYq9Zr8Tg3Lk", "PASSWORD": "Hunter2Secret99",
+               "MLFLOW_TRACKING_TOKEN": "mlf_tok_8b7c6d5e4f3a2b1c", "WANDB_API_KEY": "3f9a4f3a", "MUNGE_KEY": "abcdefgh12",
+               "db_password": "x1", "client-secret": "plain words here"}
+    kept = {"PWD": "/scratch/u", "MAX_TOKENS": 512, "GOOGLE_APPLICATION_CREDENTIALS": "/home/u/key.json",
+            "CUDA_VISIBLE_DEVICES": "0,1", "HF_HUB_DISABLE_TOKEN": "1", "monkey": "x", "keyboard": "us"}
+    out = redact_json({"facts": {"env": {**secrets, **kept}, "list": [{"token": "abc123xyz"}]}})
+    env = out["facts"]["env"]
+    assert all(env[k].startswith("[REDACTED:") for k in secrets), env
+    assert {k: env[k] for k in kept} == kept
+    assert out["facts"]["list"][0]["token"].startswith("[REDACTED:")

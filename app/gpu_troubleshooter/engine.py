@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from rapidfuzz import fuzz
 
 from .findings import Diagnosis, Evidence, Finding
+from .keylines import PATTERNS as KEY_PATTERNS, KeyLineCollector
 from .normalize import clean, decode
 from . import reader
 from .reader import open_log
@@ -54,6 +55,12 @@ class CompiledKnowledgeBase:
                 values=tuple((name, re.compile(rx, re.IGNORECASE)) for name, rx in entry.values),
                 phrases=tuple(p.lower() for p in entry.phrases),
             ))
+        # The generic shapes of a job's ending (keylines.py) ride the same pass.
+        self.key_kinds = {}
+        for kind, rx in KEY_PATTERNS:
+            self.key_kinds[len(patterns)] = kind
+            patterns.append((rx, True))
+            self.owner.append((-1, -1))
         self.scanner = Scanner(patterns)
 
 
@@ -86,12 +93,18 @@ def diagnose_stream(stream, kb, source="log", facts=None) -> Diagnosis:
     """Diagnose a binary stream (plain or compressed); raises LogInputError."""
     ckb = compile_kb(kb)
     hits = {}
+    keys = KeyLineCollector()
     line_no, nbytes, last = 1, 0, b"\n"
     for chunk in reader.iter_chunks(open_log(stream), source, reader.CHUNK_SIZE):
         for hit in ckb.scanner.scan(chunk, line_no):
             sigs_by_entry = {}
+            kinds = [ckb.key_kinds[pid] for pid in hit.pattern_ids if pid in ckb.key_kinds]
+            if kinds:
+                keys.feed_kinds(hit.line_no, clean(decode(hit.raw)), kinds)
             for pid in hit.pattern_ids:
                 ei, si = ckb.owner[pid]
+                if ei < 0:
+                    continue
                 sigs_by_entry.setdefault(ei, set()).add(si)
             for ei, sigs in sigs_by_entry.items():
                 hits.setdefault(ei, _EntryHits()).add((hit, frozenset(sigs)))
@@ -102,7 +115,8 @@ def diagnose_stream(stream, kb, source="log", facts=None) -> Diagnosis:
     findings = [f for ei, h in hits.items() if (f := _score(ckb.entries[ei], h)) is not None]
     if facts is not None:
         findings = _apply_facts(findings, kb, facts)
-    return Diagnosis(source=source, findings=rank(findings), lines=lines, bytes=nbytes, site=kb.site, facts=facts)
+    return Diagnosis(source=source, findings=rank(findings), lines=lines, bytes=nbytes, site=kb.site, facts=facts,
+                     key_lines=keys.result())
 
 
 def diagnose_path(path, kb, facts=None) -> Diagnosis:

@@ -47,6 +47,7 @@ class Diagnosis:
     site: dict = field(repr=False, default_factory=dict)
     facts: Optional[dict] = field(repr=False, default=None)
     scheduler: Optional[str] = None     # slurm | pbs | lsf, as the engine saw it in the log
+    key_lines: tuple = ()               # keylines.KeyLine: the lines that most likely ended the job
 
     @property
     def diagnosed(self):
@@ -65,4 +66,5 @@ class Diagnosis:
             "scheduler": self.scheduler,
             "findings": [v.to_dict() for v in self.views(lang)],
             "facts": self.facts,
+            "key_lines": [k.to_dict() for k in self.key_lines],
         }

@@ -81,10 +81,12 @@ class KeyLine:
     def explanation(self) -> str:
         """One line a person can act on, said generically."""
         if self.kind == "exception":
-            where = f" in {self.package}" if self.package and self.origin == "a library" else ""
-            at = f"; your code called it at {self.frame}" if self.frame and self.origin == "a library" else (
-                f" at {self.frame}" if self.frame else "")
-            return f"Python raised {self.exception}{where}{at}"
+            if self.origin == "your code":
+                return f"Python raised {self.exception} in your own code" + (f" at {self.frame}" if self.frame else "")
+            if self.origin == "a library":
+                called = f"; your code called it at {self.frame}" if self.frame else ""
+                return f"Python raised {self.exception} inside {self.package or 'a library'}{called}"
+            return f"Python raised {self.exception}"
         return {
             "abort": "a C++ library aborted the program",
             "crash": "the process crashed (a signal, not a Python exception)",

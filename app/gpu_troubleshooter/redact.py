@@ -357,6 +357,28 @@ RULES: Tuple[Rule, ...] = (
     Rule("azure-sas-signature",
          _c(r"([?&;]sig=)" + _NOT_DONE + r"([A-Za-z0-9%+/]{20,300}={0,2})", _I),
          _keep_prefix("azure-sas-signature"), ("sig=",), probes=("&sig=",)),
+    # ~/.docker/config.json: "auths": {"registry": {"auth": "<base64 user:password>"}} and identity tokens
+    Rule("docker-auth",
+         _c(r"(\"(?:auth|identitytoken|registrytoken)\"[ \t]{0,8}:[ \t]{0,8}\")" + _NOT_DONE
+            + r"([A-Za-z0-9+/._-]{8,8192}={0,2})(\")", _I),
+         _keep_around("docker-auth"), ("\"auth\"", "identitytoken", "registrytoken"), probes=('"auth": "',)),
+    # ~/.kaggle/kaggle.json: {"username": "...", "key": "<32 hex>"}
+    Rule("kaggle-key",
+         _c(r"(\"key\"[ \t]{0,8}:[ \t]{0,8}\")" + _NOT_DONE + r"([0-9a-f]{32})(\")", _I),
+         _keep_around("kaggle-key"), ("\"key\"",), probes=('"key": "',)),
+    # Slurm's MUNGE key, when a prolog or a debug dump prints it
+    Rule("munge-key",
+         _c(r"(\bMUNGE_KEY[\"']?[ \t]{0,8}[=:][ \t]{0,8}[\"']?)" + _NOT_DONE + r"([A-Za-z0-9+/=_-]{8,16384})", _I),
+         _keep_prefix("munge-key"), ("munge_key",), probes=("MUNGE_KEY=",)),
+    # docker login -u user -p <password> (the long --password form is the CLI-flag rule below)
+    Rule("password",
+         _c(r"(\b(?:docker|podman|apptainer|singularity|helm|nerdctl)[ \t]{1,8}(?:registry[ \t]{1,8})?login\b"
+            r"[^\n]{0,200}?[ \t]-p[ \t]{1,4}[\"']?)" + _NOT_DONE + r"([^\s\"']{1,1024})"),
+         _keep_prefix("password"), ("login",), probes=("docker login -u u -p ",)),
+    # mysql -u root -pPASSWORD (the password glued to -p)
+    Rule("password",
+         _c(r"(\bmysql(?:dump|admin|import|show)?\b[^\n]{0,200}?[ \t]-p)" + _NOT_DONE + r"([^\s\"']{1,1024})"),
+         _keep_prefix("password"), ("mysql",), probes=("mysql -u root -p",)),
     Rule("wandb-api-key",
          _c(r"(\bWANDB_API_KEY[\"']?[ \t]{0,8}[=:][ \t]{0,8}[\"']?)" + _NOT_DONE + r"([A-Za-z0-9_-]{8,512})", _I),
          _keep_prefix("wandb-api-key"), ("wandb_api_key",), probes=("WANDB_API_KEY=",)),
@@ -546,3 +568,25 @@ def redact_text(text: str) -> RedactionResult:
     redactor = StreamRedactor()
     out = "".join(redactor.redact_line(line) for line in _iter_lines(text))
     return RedactionResult(out, MappingProxyType(dict(redactor.counts)))
+
+
+#: A JSON/env key whose value is a secret whatever it looks like
+#: (PASSWORD, DB_PASSWD, AWS_SECRET_ACCESS_KEY, HF_TOKEN, WANDB_API_KEY, MUNGE_KEY, ...).
+_SECRET_KEY_NAME = re.compile(
+    r"(?:^|[_.-])(?:pass(?:word|wd|phrase)?|secret|token|api[_-]?key|access[_-]?key|private[_-]?key|key|"
+    r"credentials?|auth)(?:$|[_.-])", _I)
+
+
+def secret_key_name(key: str) -> bool:
+    """True for a key (env variable, JSON field) whose value must never be stored."""
+    return bool(_SECRET_KEY_NAME.search(key)) and key.upper() not in ("PWD", "OLDPWD", "SSH_AUTH_SOCK")
+
+
+def redact_value_of(key: str, value: str) -> Optional[str]:
+    """The replacement for `value` stored under `key`, or None to keep it:
+    paths, placeholders and plain numbers (MAX_TOKENS=512) are not secrets."""
+    v = value.strip()
+    found = _SECRET_KEY_NAME.search(key)
+    if found is None or not secret_key_name(key) or _is_placeholder(v) or v.isdigit() or v[:1] in ("/", "~"):
+        return None
+    return _mark(_family(found.group(0).strip("_.-")))

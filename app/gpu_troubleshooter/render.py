@@ -63,7 +63,13 @@ def human(diagnosis, style, lang="en"):
     if not diagnosis.findings:
         lines.append(f"{style(diagnosis.source, 'bold')}: {style('no known failure', 'green')} "
                      f"({diagnosis.lines} lines scanned).")
-        lines.append("  Nothing in this log matches a known GPU/HPC job failure. If the job still failed, send the helpdesk:")
+        if diagnosis.key_lines:
+            lines.append("")
+            lines.append(style("  No known failure; these lines ended the job:", "bold"))
+            lines += _key_lines(diagnosis.key_lines, style)
+            lines.append("")
+        lines.append("  Nothing in this log matches a known GPU/HPC job failure. If the job still failed, send "
+                     + _helpdesk(diagnosis.site) + ":")
         lines.append("  the whole log, your job script, and the output of `troubleshoot probe --json` run inside a job.")
         return "\n".join(lines)
     top, *others = diagnosis.views(lang)
@@ -99,7 +105,31 @@ def human(diagnosis, style, lang="en"):
             first = v.evidence[0] if v.evidence else None
             where = f" at line {first.line}" if first and first.line else ""
             lines.append(f"  - {v.title} [{v.id}, {v.confidence:.0%}]{where}  (troubleshoot explain {v.id})")
+    shown = {e.line for v in diagnosis.views(lang) for e in v.evidence}
+    other_errors = [k for k in diagnosis.key_lines if k.line not in shown]
+    if other_errors:
+        lines.append("")
+        lines.append(style("  Other errors near the end of the log:", "bold"))
+        lines += _key_lines(other_errors, style)
+    if diagnosis.site.get("helpdesk_url"):
+        lines.append("")
+        lines.append(style(f"  Still stuck, or was this wrong? Submit the log at {diagnosis.site['helpdesk_url']}", "dim"))
     return "\n".join(lines)
+
+
+def _helpdesk(site):
+    url = site.get("helpdesk_url")
+    return f"the log to {url}" if url else f"{site.get('helpdesk', 'your helpdesk')}"
+
+
+def _key_lines(keys, style):
+    """The lines that most likely ended the job (keylines.KeyLine), with what can be said of each."""
+    width = len(str(max((k.line for k in keys), default=0)))
+    out = []
+    for k in keys:
+        out.append(f"  {style(f'{k.line:>{width}}', 'dim')} | {_clip(k.text)}")
+        out.append(f"  {' ' * width}   {style(k.explanation, 'yellow')}")
+    return out
 
 
 def explain(entry, site, lang="en", style=None):

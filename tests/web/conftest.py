@@ -64,6 +64,7 @@ def make_app(db_url, tmp_path, web_kb, **extra):
         "SECRET_KEY": "test-secret",
         "DATABASE_URL": db_url,
         "UPLOAD_DIR": str(tmp_path / "uploads"),
+        "DRAFT_KB_DIR": str(tmp_path / "site-kb"),
         "KB_DIRS": (str(FIXTURE_KB),),
         "WTF_CSRF_ENABLED": False,
         "RATELIMIT_ENABLED": False,

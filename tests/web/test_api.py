@@ -80,3 +80,60 @@ def test_staff_endpoints_need_a_valid_token(app, client):
     r = client.post(f"/api/v1/tickets/{tid}/notes", headers=auth, json={"text": "called the user"})
     assert r.status_code == 201 and r.get_json()["notes"][0]["text"] == "called the user"
     _validate(client, "Ticket", client.get(f"/api/v1/tickets/{tid}", headers=auth).get_json())
+
+
+def _staff_token(app):
+    from gpu_troubleshooter.web import db
+    from gpu_troubleshooter.web.auth import new_api_token
+    from gpu_troubleshooter.web.models import StaffUser
+    staff_id = add_staff(app, name="crafty")
+    with db.new_session(app) as s:
+        token = new_api_token(s, s.get(StaffUser, staff_id))
+        s.commit()
+        return token
+
+
+def test_crafted_inputs_get_400_never_500(app, client):
+    """The web review's list of inputs that gave 500s (§2, table '500s from crafted input')."""
+    token = client.post("/api/v1/submissions", json={"log": OOM_LOG}).get_json()["token"]
+    client.post(f"/api/v1/submissions/{token}/ticket", json={"message": "help"})
+    auth = {"Authorization": "Bearer " + _staff_token(app)}
+    cases = [
+        ("get", "/api/v1/tickets?limit=abc", None, 400),
+        ("get", "/api/v1/tickets?limit=-1", None, 400),
+        ("get", "/api/v1/tickets?limit=%C2%B2", None, 400),
+        ("get", "/api/v1/tickets?limit=99999999999999999999", None, 400),
+        ("get", "/api/v1/tickets/99999999999999999999", None, 404),
+        ("patch", "/api/v1/tickets/1", {"assignee_id": 99999999999999999999}, 400),
+        ("patch", "/api/v1/tickets/1", {"note": 12345}, 400),
+        ("patch", "/api/v1/tickets/1", [1, 2], 400),
+        ("post", "/api/v1/tickets/1/notes", [1], 400),
+        ("post", "/api/v1/diagnose", {"log": OOM_LOG, "facts": [1]}, 400),
+        ("post", "/api/v1/submissions", {"log": OOM_LOG, "facts": "x"}, 400),
+        ("post", f"/api/v1/submissions/{token}/ticket", [1], 400),
+        ("post", f"/api/v1/submissions/{token}/ticket", {"contact": 5}, 400),
+    ]
+    for method, path, body, status in cases:
+        r = getattr(client, method)(path, json=body, headers=auth)
+        assert r.status_code == status, (method, path, body, r.status_code, r.get_data(as_text=True)[:200])
+
+
+def test_crafted_staff_form_inputs(app, client):
+    from conftest import PASSWORD
+    add_staff(app)
+    client.post("/staff/login", data={"name": "alice", "password": PASSWORD})
+    token = client.post("/api/v1/submissions", json={"log": OOM_LOG}).get_json()["token"]
+    client.post(f"/api/v1/submissions/{token}/ticket", json={})
+    assert client.post("/staff/tickets/1", data={"assignee": "²"}).status_code == 400
+    assert client.post("/staff/tickets/1", data={"assignee": "99999999999999999999"}).status_code == 400
+    assert client.get("/staff/tickets/99999999999999999999").status_code == 404
+
+
+def test_login_next_accepts_only_local_paths(app, client):
+    from conftest import PASSWORD
+    add_staff(app)
+    for bad in ("//evil.example/", "/%09/evil.example", "/\t/evil.example", "/%0d%0aSet-Cookie:x=1", "https://evil.example",
+                "/\\evil.example", "javascript:alert(1)"):
+        client.post("/staff/logout")
+        r = client.post(f"/staff/login?next={bad}", data={"name": "alice", "password": PASSWORD})
+        assert r.status_code == 303 and r.headers["Location"].endswith("/staff/"), (bad, r.headers.get("Location"))

@@ -86,3 +86,53 @@ def test_paste_read_fix_share_and_triage(live_server):
         browser.close()
     print(f"screenshots in {shots}")
     assert (shots / "result.png").stat().st_size > 10_000
+
+
+UNKNOWN = """job 4711 on gpu-c{n}
+Traceback (most recent call last):
+  File "/home/u/proj/train.py", line {n}, in main
+ShardIndexError: shard /scratch/u/data/part-{n}.bin has {n} bad records
+srun: error: gpu-c{n}: task 0: Exited with exit code 1
+"""
+
+
+def test_feedback_grouping_and_draft_in_the_browser(live_server, tmp_path):
+    from playwright.sync_api import sync_playwright
+    shots = Path(os.environ.get("SCREENSHOT_DIR") or tempfile.mkdtemp(prefix="troubleshoot-shots-"))
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=_chromium(), args=ARGS)
+        page = browser.new_page(viewport={"width": 1200, "height": 900})
+        for n in (101, 202):  # one unknown error, twice, with other numbers
+            page.goto(live_server + "/")
+            page.get_by_label("Paste the log").fill(UNKNOWN.format(n=n))
+            page.get_by_role("button", name="Diagnose").click()
+            page.wait_for_url("**/s/*")
+        page.get_by_label("This is not what happened").check()
+        page.get_by_label("Comment (optional; secrets are removed before it is stored)").fill("data was corrupt")
+        page.get_by_role("button", name="Send feedback").click()
+        assert page.get_by_text("Thank you").first.is_visible()
+
+        page.goto(live_server + "/")
+        page.get_by_label("Paste the log").fill(OOM_LOG)
+        page.get_by_role("button", name="Diagnose").click()
+        page.wait_for_url("**/s/*")
+        page.get_by_label("Yes, it fixed it").check()
+        page.get_by_label("Which fix did you apply? (number, optional)").fill("1")
+        page.get_by_role("button", name="Send feedback").click()
+        assert page.get_by_text("Thank you").first.is_visible()
+
+        page.goto(live_server + "/staff/login")
+        page.get_by_label("Name").fill("alice")
+        page.get_by_label("Password").fill(PASSWORD)
+        page.get_by_role("button", name="Log in").click()
+        page.goto(live_server + "/staff/unknown/")
+        links = page.locator("table.groups a")
+        assert links.count() == 1 and "ShardIndexError" in links.first.inner_text()
+        assert "2" in page.locator("table.groups td").nth(1).inner_text()
+        links.first.click()
+        page.get_by_role("button", name="Make a draft entry from this group").click()
+        assert page.get_by_text("Draft entry written to").is_visible()
+        page.screenshot(path=str(shots / "unknown-group.png"), full_page=True)
+        page.goto(live_server + "/staff/figures")
+        assert "#1: 1" in page.locator("body").inner_text()
+        browser.close()

@@ -99,9 +99,10 @@ def test_large_upload_scans_in_background_with_progress(db_url, tmp_path, web_kb
 
 def test_progress_page_refreshes_without_js(app, client):
     from gpu_troubleshooter.web import db
+    from gpu_troubleshooter.web.intake import token_digest
     from gpu_troubleshooter.web.models import Submission
     with db.new_session(app) as s:
-        s.add(Submission(token="t" * 43, state="processing", total_bytes=1000, progress_bytes=250, source="x.log",
+        s.add(Submission(token=token_digest("t" * 43), state="processing", total_bytes=1000, progress_bytes=250, source="x.log",
                          error="", tail="", failure_class="", confidence=0, cluster="", partition=""))
         s.commit()
     html = client.get("/s/" + "t" * 43).get_data(as_text=True)
@@ -117,3 +118,42 @@ def test_static_assets_served_locally(client):
     html = client.get("/").get_data(as_text=True)
     assert "http://" not in html.split("<body>")[0] and "https://" not in html.split("<body>")[0]
     assert client.get("/static/style.css").status_code == 200
+
+
+def test_share_token_is_stored_hashed_and_links_ignore_the_host_header(app, client):
+    from gpu_troubleshooter.web import db
+    from gpu_troubleshooter.web.intake import token_digest
+    from gpu_troubleshooter.web.models import Submission
+    r = client.post("/api/v1/submissions", json={"log": OOM_LOG}, headers={"Host": "evil.example"})
+    token = r.get_json()["token"]
+    assert "evil.example" not in r.get_data(as_text=True)
+    with db.new_session(app) as s:
+        stored = s.query(Submission).one().token
+    assert stored == token_digest(token) and token not in stored
+    page = client.get(f"/s/{token}", headers={"Host": "evil.example"}).get_data(as_text=True)
+    assert "evil.example" not in page
+    app.config["BASE_URL"] = "https://gpu-help.example.edu"
+    page = client.get(f"/s/{token}", headers={"Host": "evil.example"}).get_data(as_text=True)
+    assert f'value="https://gpu-help.example.edu/s/{token}"' in page
+
+
+def test_access_log_masks_share_tokens():
+    from gpu_troubleshooter.web.accesslog import mask
+    line = '127.0.0.1 - - "GET /s/w2X8FfqXYndeX_utgNpEEjfcAIGU_vpJRoOae_kDb3E HTTP/1.1" 200'
+    assert mask(line) == '127.0.0.1 - - "GET /s/<token> HTTP/1.1" 200'
+    assert "<token>" in mask("POST /api/v1/submissions/w2X8FfqXYndeX_utgNpEEjfcAIGU_vpJRoOae_kDb3E/feedback")
+    assert mask("GET /staff/tickets/12 HTTP/1.1") == "GET /staff/tickets/12 HTTP/1.1"
+
+
+def test_production_refuses_to_start_without_secret_key(tmp_path):
+    import os
+    import subprocess
+    import sys
+    env = {k: v for k, v in os.environ.items() if k != "SECRET_KEY"}
+    env["DATABASE_URL"] = f"sqlite:///{tmp_path}/x.sqlite3"
+    r = subprocess.run([sys.executable, "-c", "import gpu_troubleshooter.web.wsgi"], env=env, capture_output=True,
+                       text=True, timeout=60)
+    assert r.returncode == 3 and "SECRET_KEY is not set" in r.stderr and "Traceback" not in r.stderr
+    env["SECRET_KEY"] = "k" * 40
+    assert subprocess.run([sys.executable, "-c", "import gpu_troubleshooter.web.wsgi"], env=env,
+                          capture_output=True, timeout=60).returncode == 0

@@ -18,6 +18,15 @@ def _canaries():
         "github": "ghp_" + rnd(string.ascii_letters + string.digits, 36),
         "password": "Pw" + secrets.token_hex(12),
         "bearer": secrets.token_hex(24),
+        # the kinds the web review found leaking (§2.2)
+        "docker_auth": rnd(string.ascii_letters + string.digits, 32),
+        "kaggle": secrets.token_hex(16),
+        "munge": rnd(string.ascii_letters + string.digits, 40),
+        "docker_login": "Dl" + secrets.token_hex(8),
+        "mysql": "My" + secrets.token_hex(8),
+        # facts secrets that only their key gives away
+        "facts_password": "Fp" + secrets.token_hex(8),
+        "facts_wandb": secrets.token_hex(20),
     }
 
 
@@ -26,7 +35,12 @@ def _planted_log(c, marker):
             f"export AWS_ACCESS_KEY_ID={c['aws']}\n"
             f"git clone https://x:{c['github']}@github.com/org/repo\n"
             f"export DB_PASSWORD={c['password']}\n"
-            f"curl -H 'Authorization: Bearer {c['bearer']}' https://api.example.org\n" + OOM_LOG)
+            f"curl -H 'Authorization: Bearer {c['bearer']}' https://api.example.org\n"
+            f'{{"auths": {{"nvcr.io": {{"auth": "{c["docker_auth"]}"}}}}}}\n'
+            f'cat ~/.kaggle/kaggle.json: {{"username":"alice","key":"{c["kaggle"]}"}}\n'
+            f"MUNGE_KEY={c['munge']}\n"
+            f"+ docker login -u alice -p {c['docker_login']} nvcr.io\n"
+            f"+ mysql -u root -p{c['mysql']} results\n" + OOM_LOG)
 
 
 def _stored_text(app, db_url):
@@ -37,7 +51,7 @@ def _stored_text(app, db_url):
     from sqlalchemy import text
     with app.extensions["db_engine"].connect() as conn:
         out = []
-        for table in ("submission", "ticket", "note", "staff_user", "api_token"):
+        for table in ("submission", "ticket", "note", "staff_user", "api_token", "feedback"):
             out += conn.execute(text(f"SELECT row_to_json(t)::text FROM {table} t")).scalars().all()
     return "\n".join(out)
 
@@ -49,7 +63,8 @@ def test_canary_secrets_never_stored_or_logged(db_url, tmp_path, web_kb, caplog)
     client = app.test_client()
     c, marker = _canaries(), "MARKER" + secrets.token_hex(6)
     log = _planted_log(c, marker)
-    facts = '{"env": {"HF_TOKEN": "%s", "note": "password=%s"}}' % (c["github"], c["password"])
+    facts = ('{"env": {"HF_TOKEN": "%s", "note": "password=%s", "PASSWORD": "%s", "WANDB_API_KEY": "%s"}}'
+             % (c["github"], c["password"], c["facts_password"], c["facts_wandb"]))
     token = submit(client, log=log, facts=facts)
     client.post(f"/s/{token}/helpdesk", data={"contact": "u@example.org", "message": f"my token is {c['github']}"})
     client.post("/submit", data={"logfile": (io.BytesIO(gzip.compress(log.encode())), "job.gz")},
@@ -59,7 +74,8 @@ def test_canary_secrets_never_stored_or_logged(db_url, tmp_path, web_kb, caplog)
     client.post("/api/v1/submissions", json={"log": log})
     client.post("/api/v1/diagnose", data=log, content_type="text/plain")
     app.extensions["scan_pool"].shutdown(wait=True)
-    page = client.get(f"/s/{token}").get_data(as_text=True)
+    client.post(f"/s/{token}/feedback", data={"verdict": "fixed", "comment": f"worked; my password={c['password']}"})
+    page = client.get(f"/s/{token}").get_data(as_text=True) + client.get(f"/api/v1/submissions/{token}").get_data(as_text=True)
     stored = _stored_text(app, db_url)
     close_app(app)
     assert marker in stored, "the search must see the stored log, or it proves nothing"

@@ -13,6 +13,10 @@ from . import db
 from .extensions import csrf, limiter
 
 
+class MissingSecretKey(RuntimeError):
+    """The service cannot run safely without a SECRET_KEY."""
+
+
 class SpoolingRequest(Request):
     """Uploaded files go to an unlinked temp file in UPLOAD_DIR, never to memory or a named file."""
 
@@ -29,6 +33,11 @@ def create_app(config=None):
     app.request_class = SpoolingRequest
     app.config.update(config_module.from_environment(app.instance_path))
     app.config.update(config or {})
+    if not app.config.get("SECRET_KEY"):
+        raise MissingSecretKey(
+            "SECRET_KEY is not set. Set it to one long random value shared by every worker, e.g.\n"
+            "  export SECRET_KEY=$(python3 -c 'import secrets; print(secrets.token_hex(32))')\n"
+            "(`troubleshoot serve` makes one for local use.)")
     os.makedirs(app.config["UPLOAD_DIR"], exist_ok=True)
 
     if app.config["PROXY_COUNT"]:
@@ -39,15 +48,17 @@ def create_app(config=None):
     if app.config["AUTO_MIGRATE"]:
         db.upgrade(app.config["DATABASE_URL"])
     db.init_app(app)
+    _fail_lost_scans(app)
     csrf.init_app(app)
     limiter.init_app(app)
 
-    from . import errors, filters, views_api, views_kb, views_public, views_staff
+    from . import errors, filters, views_api, views_kb, views_learn, views_public, views_staff
     filters.init_app(app)
     errors.init_app(app)
     app.register_blueprint(views_public.bp)
     app.register_blueprint(views_kb.bp)
     app.register_blueprint(views_staff.bp)
+    app.register_blueprint(views_learn.bp)
     app.register_blueprint(views_api.bp)
     csrf.exempt(views_api.bp)  # the API uses no cookies: tokens or nothing
 
@@ -63,3 +74,15 @@ def create_app(config=None):
 
     logging.getLogger(__name__).debug("app created with database %s", app.config["DATABASE_URL"].split("@")[-1])
     return app
+
+
+def _fail_lost_scans(app):
+    """Scans that a previous process began and never finished are marked failed."""
+    from .service import fail_stale_scans
+    session = db.new_session(app)
+    try:
+        fail_stale_scans(session, app.config["STALE_SCAN_MINUTES"])
+    except Exception:  # a database that is not reachable yet must not stop the start
+        logging.getLogger(__name__).warning("could not check for lost scans", exc_info=True)
+    finally:
+        session.close()

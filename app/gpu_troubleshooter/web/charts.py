@@ -1,5 +1,5 @@
 """Server-rendered SVG charts (no JavaScript, nothing fetched from elsewhere)."""
-from datetime import timedelta, timezone
+from datetime import datetime, timedelta, timezone
 from html import escape
 
 # Okabe-Ito palette: distinguishable with colour-vision deficiencies.
@@ -8,18 +8,21 @@ MAX_SERIES = 7  # the rest is summed as "other"
 
 
 def daily_counts(rows, start, days):
-    """rows: (created_at, failure_class) -> (dates, {class: [count per day]}, {class: total})."""
+    """rows: (created_at, failure_class[, count]) -> (dates, {class: [count per day]}, {class: total}).
+    created_at is a datetime, or a date for the anonymous counts kept by retention."""
     dates = [start + timedelta(days=i) for i in range(days)]
     index = {d: i for i, d in enumerate(dates)}
     series = {}
-    for created, cls in rows:
-        if created.tzinfo is None:
-            created = created.replace(tzinfo=timezone.utc)
-        i = index.get(created.astimezone(timezone.utc).date())
+    for created, cls, *count in rows:
+        if isinstance(created, datetime):
+            if created.tzinfo is None:
+                created = created.replace(tzinfo=timezone.utc)
+            created = created.astimezone(timezone.utc).date()
+        i = index.get(created)
         if i is None:
             continue
         name = cls or "no known failure"
-        series.setdefault(name, [0] * days)[i] += 1
+        series.setdefault(name, [0] * days)[i] += count[0] if count else 1
     ranked = sorted(series, key=lambda k: -sum(series[k]))
     if len(ranked) > MAX_SERIES:
         other = [0] * days

@@ -3,7 +3,6 @@
 Every key can also be passed in the dict given to create_app(), which wins.
 """
 import os
-import secrets
 
 
 def _bool(name, default):
@@ -22,9 +21,13 @@ def from_environment(instance_path):
     """The configuration read from TROUBLESHOOT_* / standard variables."""
     max_mb = _int("TROUBLESHOOT_MAX_UPLOAD_MB", 200)
     return {
-        # A random key per process is safe but logs everyone out on restart
-        # and breaks sessions across gunicorn workers: set SECRET_KEY in production.
-        "SECRET_KEY": os.environ.get("SECRET_KEY") or secrets.token_hex(32),
+        # Required: one key shared by every worker (a per-process random key
+        # breaks CSRF and logins across gunicorn workers). create_app refuses
+        # to start without it; `troubleshoot serve` makes one for local use.
+        "SECRET_KEY": os.environ.get("SECRET_KEY") or None,
+        # The address users reach the service at: share links are built from
+        # it, never from the request's Host header. Unset: links are paths.
+        "BASE_URL": os.environ.get("TROUBLESHOOT_BASE_URL", "").rstrip("/"),
         "DATABASE_URL": os.environ.get("DATABASE_URL")
         or "sqlite:///" + os.path.join(instance_path, "troubleshoot.sqlite3"),
         "UPLOAD_DIR": os.environ.get("TROUBLESHOOT_UPLOAD_DIR")
@@ -37,6 +40,10 @@ def from_environment(instance_path):
         "MAX_LOG_BYTES": _int("TROUBLESHOOT_MAX_LOG_MB", 4 * max_mb) * 1024 * 1024,
         # Logs above this size are scanned in a background thread.
         "BACKGROUND_BYTES": _int("TROUBLESHOOT_BACKGROUND_MB", 4) * 1024 * 1024,
+        # Large logs waiting or being scanned per process; more get 503 + Retry-After.
+        "BACKGROUND_QUEUE": _int("TROUBLESHOOT_BACKGROUND_QUEUE", 8),
+        # A scan still "processing" after this long was lost to a restart: marked failed.
+        "STALE_SCAN_MINUTES": _int("TROUBLESHOOT_STALE_SCAN_MINUTES", 30),
         "AUTO_MIGRATE": _bool("TROUBLESHOOT_AUTO_MIGRATE", True),
         "KB_DIRS": tuple(p for p in os.environ.get("TROUBLESHOOT_KB", "").split(os.pathsep) if p),
         "SESSION_COOKIE_SECURE": _bool("SESSION_COOKIE_SECURE", False),
@@ -50,4 +57,25 @@ def from_environment(instance_path):
         "RATELIMIT_SUBMIT": os.environ.get("RATELIMIT_SUBMIT", "30 per minute"),
         "RATELIMIT_LOGIN": os.environ.get("RATELIMIT_LOGIN", "10 per minute"),
         "WTF_CSRF_TIME_LIMIT": None,  # tied to the session instead
+        # The outage banner: this many failed jobs on one node within the window
+        # (or this many failures the site must fix, such as Xid or ECC errors).
+        "OUTAGE_WINDOW_HOURS": float(os.environ.get("TROUBLESHOOT_OUTAGE_WINDOW_HOURS", "6")),
+        "OUTAGE_MIN_JOBS": _int("TROUBLESHOOT_OUTAGE_MIN_JOBS", 3),
+        "OUTAGE_MIN_NODE_LEVEL": _int("TROUBLESHOOT_OUTAGE_MIN_NODE_LEVEL", 2),
+        # Retention: submissions older than this are deleted by `troubleshoot db prune`
+        # (anonymous counts and feedback stay for the figures).
+        "RETENTION_DAYS": _int("TROUBLESHOOT_RETENTION_DAYS", 90),
+        # Mail to submitters (a staff reply): unset SMTP_HOST sends none.
+        "SMTP_HOST": os.environ.get("SMTP_HOST", ""),
+        "SMTP_PORT": _int("SMTP_PORT", 25),
+        "SMTP_STARTTLS": _bool("SMTP_STARTTLS", False),
+        "SMTP_USER": os.environ.get("SMTP_USER", ""),
+        "SMTP_PASSWORD": os.environ.get("SMTP_PASSWORD", ""),
+        "MAIL_FROM": os.environ.get("MAIL_FROM", ""),
+        "SITE_NAME": os.environ.get("TROUBLESHOOT_SITE_NAME", "GPU"),
+        # Failed staff logins allowed per 15 minutes, per account and per address (all workers together).
+        "LOGIN_MAX_FAILURES_ACCOUNT": _int("TROUBLESHOOT_LOGIN_MAX_FAILURES_ACCOUNT", 10),
+        "LOGIN_MAX_FAILURES_ADDRESS": _int("TROUBLESHOOT_LOGIN_MAX_FAILURES_ADDRESS", 30),
+        # Drafts made from groups of unknown failures go to this site KB folder.
+        "DRAFT_KB_DIR": os.environ.get("TROUBLESHOOT_DRAFT_KB") or os.path.join(instance_path, "site-kb"),
     }

@@ -6,6 +6,7 @@ the database is the redacted text.
 """
 import gzip
 import io
+import hashlib
 import os
 import re
 import secrets
@@ -138,6 +139,13 @@ def evidence_context(path, diagnosis_dict):
 def new_token():
     """The unguessable handle of a submission: 256 random bits."""
     return secrets.token_urlsafe(32)
+
+
+def token_digest(token):
+    """What the database keeps of a share token: its sha256, so a copy of the
+    database (a backup, a leaked dump) opens no submission. The token is long
+    and random, so a slow hash adds nothing."""
+    return hashlib.sha256(token.encode("utf-8", "surrogateescape")).hexdigest()
 
 
 def display_name(filename):

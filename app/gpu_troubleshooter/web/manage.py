@@ -36,13 +36,27 @@ def add_subcommands(subparsers):
     tok = sub.add_parser("token", help="create an API token for a staff member (printed once)")
     tok.add_argument("name")
     tok.add_argument("--label", default="")
+    tok.add_argument("--scope", choices=("staff", "submit"), default="staff",
+                     help="submit: may only post submissions (for the scheduler epilog); staff: the whole staff API")
     tok.set_defaults(web_command=cmd_staff_token)
+    toks = sub.add_parser("tokens", help="list API tokens (id, owner, scope, label, last used)")
+    toks.set_defaults(web_command=cmd_staff_tokens)
+    rev = sub.add_parser("revoke", help="revoke an API token by its id (see `staff tokens`)")
+    rev.add_argument("token_id", type=int)
+    rev.set_defaults(web_command=cmd_staff_revoke)
 
     dbp = subparsers.add_parser("db", help="database migrations")
     dsub = dbp.add_subparsers(dest="db_command", required=True)
     up = dsub.add_parser("upgrade", help="apply the migrations (DATABASE_URL, default SQLite in the instance folder)")
     up.add_argument("revision", nargs="?", default="head")
     up.set_defaults(web_command=cmd_db_upgrade)
+    prune = dsub.add_parser("prune", help="delete submissions older than the retention period "
+                                          "(anonymous counts and feedback are kept)")
+    prune.add_argument("--days", type=int, default=None, help="default: TROUBLESHOOT_RETENTION_DAYS (90)")
+    prune.set_defaults(web_command=cmd_db_prune)
+    again = dsub.add_parser("rediagnose", help="diagnose again the submissions with no known failure "
+                                                "(after promoting a draft entry or upgrading)")
+    again.set_defaults(web_command=cmd_db_rediagnose)
 
 
 def run(args):
@@ -50,14 +64,27 @@ def run(args):
     return args.web_command(args) or 0
 
 
-def _app():
+def _app(config=None):
+    """The app for a command. Commands other than `serve` sign no cookies, so
+    a throw-away key is enough when SECRET_KEY is unset."""
+    import secrets
     from . import create_app
-    return create_app()
+    return create_app({"SECRET_KEY": os.environ.get("SECRET_KEY") or secrets.token_hex(32), **(config or {})})
 
 
 def cmd_serve(args):
-    app = _app()
-    print(f"serving on http://{args.host}:{args.port}/ (Ctrl-C stops)", file=sys.stderr)
+    import secrets
+    key = os.environ.get("SECRET_KEY")
+    if not key:
+        key = secrets.token_hex(32)
+        print("troubleshoot: SECRET_KEY is not set; using a random key for this run "
+              "(logins end when it stops; set SECRET_KEY for a lasting service)", file=sys.stderr)
+    base = os.environ.get("TROUBLESHOOT_BASE_URL") or f"http://{args.host}:{args.port}"
+    app = _app({"SECRET_KEY": key, "BASE_URL": base.rstrip("/")})
+    import logging
+    from .accesslog import MaskTokens
+    logging.getLogger("werkzeug").addFilter(MaskTokens())
+    print(f"serving on {base}/ (Ctrl-C stops)", file=sys.stderr)
     app.run(host=args.host, port=args.port, debug=args.debug, threaded=True, use_reloader=False)
 
 
@@ -130,10 +157,35 @@ def cmd_staff_token(args):
     from .auth import new_api_token
     app = _app()
     with db.new_session(app) as sess:
-        token = new_api_token(sess, _user(sess, args.name), args.label)
+        token = new_api_token(sess, _user(sess, args.name), args.label, args.scope)
         sess.commit()
     print(token)
-    print("(shown once: only its hash is stored)", file=sys.stderr)
+    print(f"({args.scope} token, shown once: only its hash is stored)", file=sys.stderr)
+
+
+def cmd_staff_tokens(args):
+    from sqlalchemy import select
+    from . import db
+    from .models import ApiToken
+    app = _app()
+    with db.new_session(app) as sess:
+        for t in sess.scalars(select(ApiToken).order_by(ApiToken.id)):
+            state = "revoked" if t.revoked_at else "active"
+            used = t.last_used_at.strftime("%Y-%m-%d %H:%M") if t.last_used_at else "never"
+            print(f"{t.id}\t{t.staff.name}\t{t.scope}\t{state}\t{t.label or '-'}\tlast used {used}")
+
+
+def cmd_staff_revoke(args):
+    from . import db
+    from .models import ApiToken, utcnow
+    app = _app()
+    with db.new_session(app) as sess:
+        token = sess.get(ApiToken, args.token_id)
+        if token is None:
+            raise SystemExit(f"troubleshoot: no API token with id {args.token_id}")
+        token.revoked_at = token.revoked_at or utcnow()
+        sess.commit()
+    print(f"token {args.token_id} revoked")
 
 
 def cmd_db_upgrade(args):
@@ -154,3 +206,33 @@ def main(argv=None):
 
 if __name__ == "__main__":
     sys.exit(main())
+
+
+def cmd_db_rediagnose(args):
+    from . import db
+    from .service import rediagnose_unknown
+    app = _app()
+    with app.app_context():
+        session = db.new_session(app)
+        try:
+            changed = rediagnose_unknown(app, session)
+        finally:
+            session.close()
+    print(f"{changed} submission(s) with no known failure now have an answer.")
+    return 0
+
+
+def cmd_db_prune(args):
+    from . import db
+    from .service import prune
+    app = _app()
+    days = args.days if args.days is not None else app.config["RETENTION_DAYS"]
+    if days < 1:
+        raise SystemExit("troubleshoot: --days must be at least 1")
+    session = db.new_session(app)
+    try:
+        removed = prune(session, days)
+    finally:
+        session.close()
+    print(f"{removed} submission(s) older than {days} days deleted; their anonymous counts were kept.")
+    return 0

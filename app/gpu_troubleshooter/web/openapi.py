@@ -38,9 +38,16 @@ SCHEMAS = {
         "schema": {"const": 1}, "source": {"type": ["string", "null"]},
         "lines": {"type": "integer"}, "bytes": {"type": "integer"},
         "findings": {"type": "array", "items": {"$ref": "#/components/schemas/Finding"}},
+        "scheduler": {"type": ["string", "null"]},
+        "key_lines": {"type": "array", "description": "the lines that most likely ended the job (when no entry knows it, and other errors)",
+                      "items": {"type": "object", "required": ["line", "text", "kind"], "properties": {
+                          "line": {"type": "integer"}, "text": {"type": "string"}, "kind": {"type": "string"},
+                          "origin": {"type": "string"}, "exception": {"type": ["string", "null"]},
+                          "package": {"type": ["string", "null"]}, "frame": {"type": ["string", "null"]}}}},
         "facts": {"type": ["object", "null"]}}},
     "Submission": {"type": "object", "required": ["token", "url", "state"], "properties": {
-        "token": {"type": "string"}, "url": {"type": "string"}, "api_url": {"type": "string"},
+        "token": {"type": ["string", "null"], "description": "the share token: only to whoever holds it (staff listings show null)"},
+        "url": {"type": ["string", "null"]}, "api_url": {"type": ["string", "null"]},
         "created_at": {"type": "string"}, "source": {"type": "string"},
         "state": {"enum": ["processing", "done", "error"]},
         "failure_class": {"type": ["string", "null"]}, "confidence": {"type": "number"},
@@ -91,6 +98,21 @@ def spec():
                 "requestBody": {"content": {"application/json": {"schema": {"type": "object", "properties": {
                     "contact": {"type": "string"}, "message": {"type": "string"}}}}}},
                 "responses": {"201": {"description": "the ticket's id and status"}, "404": _err("unknown token")}}},
+            "/submissions/{token}/feedback": {"post": {
+                "summary": "Did the answer fix it? (verdict fixed | not_fixed | wrong_diagnosis; comment is redacted)",
+                "parameters": token,
+                "requestBody": {"required": True, "content": {"application/json": {"schema": {
+                    "type": "object", "required": ["verdict"], "properties": {
+                        "verdict": {"type": "string", "enum": ["fixed", "not_fixed", "wrong_diagnosis"]},
+                        "fix": {"type": "integer", "minimum": 1}, "comment": {"type": "string"}}}}}},
+                "responses": {"201": {"description": "stored"}, "400": _err("bad input"), "404": _err("unknown token"),
+                              "409": _err("still scanning")}}},
+            "/unknown": {"get": {
+                "summary": "Unknown failures grouped by the template of their key line (staff)", "security": staff,
+                "responses": {"200": {"description": "groups, largest first"}, "401": _err("no valid token")}}},
+            "/outages": {"get": {
+                "summary": "Nodes with a burst of failed jobs in the outage window (staff)", "security": staff,
+                "responses": {"200": {"description": "outages"}, "401": _err("no valid token")}}},
             "/kb": {"get": {
                 "summary": "List the knowledge base; `q` searches it fuzzily",
                 "parameters": [{"name": "q", "in": "query", "schema": {"type": "string"}}],

@@ -6,13 +6,17 @@ from flask import Blueprint, current_app, g, jsonify, request, url_for
 from sqlalchemy import select
 
 from . import db
-from .auth import token_required
+from .auth import bearer_token, token_required
 from .extensions import limiter, submit_limit
 from .inputs import BadInput, LogInput, log_from_body, log_from_form, parse_facts
 from .kbview import search
 from .models import NO_MATCH, Submission, Ticket
 from .openapi import spec
-from .service import BadLog, create_submission, diagnose_raw, send_to_helpdesk
+from .params import BadParam, parse_int, valid_id
+from .helpdesk import outages, unknown_groups
+from .service import (BadLog, Busy, create_submission, diagnose_raw, find_submission, forget, record_feedback,
+                      send_to_helpdesk)
+from .urls import public_url
 from .views_kb import entries
 from .views_staff import update_ticket
 
@@ -36,6 +40,8 @@ def _read_input():
         body = request.get_json(silent=True)
         if not isinstance(body, dict) or not isinstance(body.get("log"), str) or not body["log"].strip():
             raise BadInput('expected a JSON object {"log": "...", "facts": {...}}')
+        if not isinstance(body.get("facts"), (dict, type(None))):
+            raise BadInput("facts must be a JSON object (the probe's output) or null")
         data = body["log"].encode("utf-8")
         return LogInput(io.BytesIO(data), len(data), "request body"), parse_facts(body.get("facts"))
     return log_from_body(), parse_facts(request.args.get("facts", "").encode() or None)
@@ -58,10 +64,12 @@ def diagnose():
 
 
 def submission_json(row, full=True):
+    """A submission as JSON; its links only where the caller holds the share token."""
+    token = getattr(row, "share_token", None)
     out = {
-        "token": row.token,
-        "url": url_for("public.result", token=row.token, _external=True),
-        "api_url": url_for("api.get_submission", token=row.token, _external=True),
+        "token": token,
+        "url": public_url("public.result", token=token) if token else None,
+        "api_url": public_url("api.get_submission", token=token) if token else None,
         "created_at": row.created_at.isoformat(),
         "state": row.state,
         "source": row.source,
@@ -81,23 +89,29 @@ def submission_json(row, full=True):
 
 
 @bp.post("/submissions")
-@limiter.limit(submit_limit)
+@limiter.limit(submit_limit, exempt_when=lambda: bearer_token() is not None)  # the epilog's token: no rate limit
 def create():
     try:
         log_input, facts = _read_input()
     except BadInput as exc:
         return error(400, "bad_input", str(exc))
-    row = create_submission(log_input.raw, log_input.size, log_input.source, facts, log_input.gzip)
+    try:
+        row = create_submission(log_input.raw, log_input.size, log_input.source, facts, log_input.gzip)
+    except Busy as exc:
+        log_input.raw.close()
+        resp = error(503, "busy", str(exc))
+        resp.headers["Retry-After"] = str(exc.retry_after)
+        return resp
     if row.state != "processing":
         log_input.raw.close()
     resp = jsonify(submission_json(row))
     resp.status_code = 202 if row.state == "processing" else 201
-    resp.headers["Location"] = url_for("api.get_submission", token=row.token)
+    resp.headers["Location"] = url_for("api.get_submission", token=row.share_token)
     return resp
 
 
 def _by_token(token):
-    return db.session().scalar(select(Submission).where(Submission.token == token)) if len(token) <= 64 else None
+    return find_submission(token)
 
 
 @bp.get("/submissions/<token>")
@@ -108,6 +122,15 @@ def get_submission(token):
     return jsonify(submission_json(row))
 
 
+@bp.delete("/submissions/<token>")
+def delete_submission(token):
+    row = _by_token(token)
+    if row is None:
+        return error(404, "not_found", "no such submission")
+    forget(db.session(), [row])
+    return "", 204
+
+
 @bp.post("/submissions/<token>/ticket")
 @limiter.limit(submit_limit)
 def create_ticket(token):
@@ -116,9 +139,47 @@ def create_ticket(token):
         return error(404, "not_found", "no such submission")
     if row.state == "processing":
         return error(409, "processing", "the log is still being scanned")
-    body = request.get_json(silent=True) or {}
-    t = send_to_helpdesk(row, str(body.get("contact", "")), str(body.get("message", "")))
+    body = request.get_json(silent=True)
+    if body is None:
+        body = {}
+    if not isinstance(body, dict) or not all(isinstance(body.get(k, ""), str) for k in ("contact", "message")):
+        return error(400, "bad_input", 'expected a JSON object {"contact": "...", "message": "..."}')
+    t = send_to_helpdesk(row, body.get("contact", ""), body.get("message", ""))
     return jsonify(id=t.id, status=t.status), 201
+
+
+@bp.post("/submissions/<token>/feedback")
+@limiter.limit(submit_limit)
+def create_feedback(token):
+    row = _by_token(token)
+    if row is None:
+        return error(404, "not_found", "no such submission")
+    if row.state == "processing":
+        return error(409, "processing", "the log is still being scanned")
+    body = request.get_json(silent=True)
+    if not isinstance(body, dict):
+        return error(400, "bad_input", 'expected {"verdict": "fixed|not_fixed|wrong_diagnosis", "fix": 1, "comment": "..."}')
+    try:
+        item = record_feedback(row, str(body.get("verdict", "")), str(body.get("comment", "")), body.get("fix"))
+    except ValueError as exc:
+        return error(400, "bad_input", str(exc))
+    return jsonify(id=item.id, entry_id=item.entry_id or None, verdict=item.verdict), 201
+
+
+@bp.get("/unknown")
+@token_required
+def unknown():
+    return jsonify(groups=[{"key": g.key, "template": g.template, "count": g.count, "first_seen": g.first_seen.isoformat(),
+                            "last_seen": g.last_seen.isoformat(), "trend": g.trend} for g in unknown_groups(db.session())])
+
+
+@bp.get("/outages")
+@token_required
+def outage_list():
+    cfg = current_app.config
+    found = outages(db.session(), cfg["OUTAGE_WINDOW_HOURS"], cfg["OUTAGE_MIN_JOBS"], cfg["OUTAGE_MIN_NODE_LEVEL"])
+    return jsonify(outages=[{"node": o.node, "jobs": o.jobs, "users": o.users, "since": o.since.isoformat(),
+                             "node_level": o.node_level, "classes": list(o.classes), "action": o.action} for o in found])
 
 
 @bp.get("/kb")
@@ -156,27 +217,37 @@ def tickets():
     if request.args.get("class"):
         cls = request.args["class"]
         q = q.where(Submission.failure_class == (NO_MATCH if cls == "none" else cls))
-    rows = db.session().scalars(q.limit(min(int(request.args.get("limit", 200) or 200), 1000))).all()
+    try:
+        limit = parse_int(request.args.get("limit"), "limit", lo=1, hi=1000, default=200)
+    except BadParam as exc:
+        return error(400, "bad_input", str(exc))
+    rows = db.session().scalars(q.limit(limit)).all()
     return jsonify(tickets=[ticket_json(t) for t in rows])
 
 
 @bp.get("/tickets/<int:ticket_id>")
 @token_required
 def ticket(ticket_id):
-    t = db.session().get(Ticket, ticket_id)
+    t = db.session().get(Ticket, ticket_id) if valid_id(ticket_id) else None
     return jsonify(ticket_json(t, full=True)) if t else error(404, "not_found", "no such ticket")
 
 
 @bp.patch("/tickets/<int:ticket_id>")
 @token_required
 def ticket_patch(ticket_id):
-    t = db.session().get(Ticket, ticket_id)
+    t = db.session().get(Ticket, ticket_id) if valid_id(ticket_id) else None
     if t is None:
         return error(404, "not_found", "no such ticket")
-    body = request.get_json(silent=True) or {}
+    body = request.get_json(silent=True)
+    if not isinstance(body, dict):
+        return error(400, "bad_input", 'expected a JSON object {"status": ..., "assignee_id": ..., "note": ...}')
     assignee = body.get("assignee_id")
-    if assignee is not None and not isinstance(assignee, int):
+    if assignee is not None and (not isinstance(assignee, int) or isinstance(assignee, bool)
+                                 or not 0 <= assignee <= 2**31 - 1):
         return error(400, "bad_input", "assignee_id must be an integer (0 = nobody)")
+    for key in ("status", "note"):
+        if body.get(key) is not None and not isinstance(body[key], str):
+            return error(400, "bad_input", f"{key} must be a string")
     problem = update_ticket(t, status=body.get("status"), assignee_id=assignee,
                             note=body.get("note"), author=g.staff)
     if problem:
@@ -187,10 +258,12 @@ def ticket_patch(ticket_id):
 @bp.post("/tickets/<int:ticket_id>/notes")
 @token_required
 def ticket_note(ticket_id):
-    t = db.session().get(Ticket, ticket_id)
+    t = db.session().get(Ticket, ticket_id) if valid_id(ticket_id) else None
     if t is None:
         return error(404, "not_found", "no such ticket")
-    text = str((request.get_json(silent=True) or {}).get("text", "")).strip()
+    body = request.get_json(silent=True)
+    text = body.get("text") if isinstance(body, dict) else None
+    text = text.strip() if isinstance(text, str) else ""
     if not text:
         return error(400, "bad_input", 'expected {"text": "..."}')
     update_ticket(t, note=text, author=g.staff)

@@ -1,12 +1,13 @@
 """Public pages: submit a log, read the diagnosis, send it to the helpdesk."""
 from flask import Blueprint, abort, current_app, flash, jsonify, redirect, render_template, request, url_for
-from sqlalchemy import select, text
+from sqlalchemy import text
 
 from . import db
 from .extensions import limiter, submit_limit
 from .inputs import BadInput, facts_from_form, log_from_form
-from .models import Submission
-from .service import create_submission, send_to_helpdesk
+from .service import (Busy, answer_from_submitter, create_submission, find_submission, forget, record_feedback,
+                      send_to_helpdesk)
+from .urls import public_url
 
 bp = Blueprint("public", __name__)
 
@@ -26,15 +27,20 @@ def submit():
     except BadInput as exc:
         return render_template("index.html", error=str(exc), form=request.form,
                                max_bytes=current_app.config["MAX_CONTENT_LENGTH"]), 400
-    row = create_submission(log_input.raw, log_input.size, log_input.source, facts, log_input.gzip)
+    try:
+        row = create_submission(log_input.raw, log_input.size, log_input.source, facts, log_input.gzip)
+    except Busy as exc:
+        log_input.raw.close()
+        return render_template("index.html", error=str(exc), form=request.form,
+                               max_bytes=current_app.config["MAX_CONTENT_LENGTH"]), 503, {"Retry-After": str(exc.retry_after)}
     if row.state != "processing":
         log_input.raw.close()
-    return redirect(url_for("public.result", token=row.token), code=303)
+    return redirect(url_for("public.result", token=row.share_token), code=303)
 
 
 def _submission(token):
-    # The token is the secret: a plain equality lookup, 404 for anything else.
-    row = db.session().scalar(select(Submission).where(Submission.token == token)) if len(token) <= 64 else None
+    # The token is the secret (the database holds its digest): 404 for anything else.
+    row = find_submission(token)
     if row is None:
         abort(404)
     return row
@@ -45,7 +51,7 @@ def result(token):
     row = _submission(token)
     if row.state == "processing":
         return render_template("progress.html", row=row), 200, {"Cache-Control": "no-store"}
-    share_url = url_for("public.result", token=token, _external=True)
+    share_url = public_url("public.result", token=token)
     return render_template("result.html", row=row, d=row.diagnosis or {}, share_url=share_url), 200, {
         "Cache-Control": "no-store", "X-Robots-Tag": "noindex"}
 
@@ -59,6 +65,46 @@ def helpdesk(token):
     send_to_helpdesk(row, request.form.get("contact", ""), request.form.get("message", ""))
     flash("Sent to the helpdesk. Keep this page's link: the helpdesk sees the same diagnosis.")
     return redirect(url_for("public.result", token=token, _anchor="helpdesk"), code=303)
+
+
+@bp.post("/s/<token>/feedback")
+@limiter.limit(submit_limit)
+def feedback(token):
+    row = _submission(token)
+    if row.state == "processing":
+        abort(409)
+    fix = request.form.get("fix", "").strip()
+    try:
+        record_feedback(row, request.form.get("verdict", ""), request.form.get("comment", ""),
+                        int(fix) if fix.isascii() and fix.isdigit() else None)
+    except ValueError as exc:
+        flash(str(exc))
+        return redirect(url_for("public.result", token=token, _anchor="feedback"), code=303)
+    flash("Thank you: your answer helps the helpdesk improve this diagnosis.")
+    return redirect(url_for("public.result", token=token, _anchor="feedback"), code=303)
+
+
+@bp.post("/s/<token>/reply")
+@limiter.limit(submit_limit)
+def reply(token):
+    row = _submission(token)
+    text = request.form.get("text", "").strip()
+    if row.ticket is None or not text:
+        abort(400)
+    answer_from_submitter(row, text)
+    flash("Your answer was added to your helpdesk request.")
+    return redirect(url_for("public.result", token=token, _anchor="helpdesk"), code=303)
+
+
+@bp.post("/s/<token>/delete")
+@limiter.limit(submit_limit)
+def delete(token):
+    row = _submission(token)
+    if request.form.get("confirm") != "yes":
+        abort(400)
+    forget(db.session(), [row])
+    flash("Your submission, its log lines and any helpdesk request were deleted.")
+    return redirect(url_for("public.index"), code=303)
 
 
 @bp.get("/healthz")

@@ -1,15 +1,19 @@
 """Helpdesk staff: login, the triage queue, tickets, figures."""
 from datetime import datetime, time, timedelta, timezone
 
-from flask import Blueprint, abort, flash, redirect, render_template, request, session, url_for
+from flask import Blueprint, abort, current_app, flash, redirect, render_template, request, session, url_for
 from sqlalchemy import select
 
 from . import db
-from .auth import check_login, current_staff, login, login_required, safe_next
+from .auth import (check_login, clear_login_failures, current_staff, login, login_required, login_throttled,
+                   record_login_failure, safe_next)
 from .charts import daily_counts, stacked_bars
+from .helpdesk import feedback_by_entry, outages
+from .params import BadParam, parse_int, valid_id
 from .extensions import limiter, login_limit
-from .models import NO_MATCH, TICKET_STATUSES, Note, StaffUser, Submission, Ticket, utcnow
+from .models import NO_MATCH, TICKET_STATUSES, Note, PrunedCount, StaffUser, Submission, Ticket, utcnow
 from .redaction import redact_str
+from .service import reply_to_submitter
 
 bp = Blueprint("staff", __name__, url_prefix="/staff")
 
@@ -19,10 +23,17 @@ bp = Blueprint("staff", __name__, url_prefix="/staff")
 def login_view():
     error = None
     if request.method == "POST":
-        user = check_login(request.form.get("name", ""), request.form.get("password", ""))
+        name = request.form.get("name", "")
+        wait = login_throttled(name)
+        if wait:
+            return render_template("staff_login.html", error="Too many failed logins for this account or from "
+                                   "this address: try again in 15 minutes."), 429, {"Retry-After": str(wait)}
+        user = check_login(name, request.form.get("password", ""))
         if user is not None:
+            clear_login_failures(name)
             login(user)
             return redirect(safe_next(request.args.get("next")), code=303)
+        record_login_failure(name)
         error = "Unknown name or wrong password."
     return render_template("staff_login.html", error=error), 401 if error else 200
 
@@ -61,10 +72,10 @@ def queue():
         if f[key]:
             q = q.where(col == f[key])
     tickets = db.session().scalars(q.limit(1000)).all()
-    groups, unknown = {}, []
+    groups, unknown = {}, {}
     for t in tickets:
         if t.submission.failure_class == NO_MATCH:
-            unknown.append(t)
+            unknown.setdefault(t.submission.key_template or "", []).append(t)
         else:
             groups.setdefault(t.submission.failure_class, []).append(t)
     sess = db.session()
@@ -74,12 +85,16 @@ def queue():
         "partitions": sorted(c for c in sess.scalars(select(Submission.partition).distinct()) if c),
     }
     ordered = sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[0]))
-    return render_template("staff_queue.html", groups=ordered, unknown=unknown, f=f,
-                           options=options, statuses=TICKET_STATUSES, count=len(tickets))
+    unknown_groups = sorted(unknown.items(), key=lambda kv: (-len(kv[1]), kv[0]))
+    cfg = current_app.config
+    banner = outages(sess, cfg["OUTAGE_WINDOW_HOURS"], cfg["OUTAGE_MIN_JOBS"], cfg["OUTAGE_MIN_NODE_LEVEL"])
+    return render_template("staff_queue.html", groups=ordered, unknown=unknown_groups, f=f, outages=banner,
+                           window=cfg["OUTAGE_WINDOW_HOURS"], options=options, statuses=TICKET_STATUSES,
+                           count=len(tickets))
 
 
 def _ticket(ticket_id):
-    t = db.session().get(Ticket, ticket_id)
+    t = db.session().get(Ticket, ticket_id) if valid_id(ticket_id) else None
     if t is None:
         abort(404)
     return t
@@ -121,11 +136,28 @@ def update_ticket(t, status=None, assignee_id=None, note=None, author=None):
 def ticket_update(ticket_id):
     t = _ticket(ticket_id)
     assignee = request.form.get("assignee")
-    if assignee is not None and assignee not in ("",) and not assignee.isdigit():
+    try:
+        parse_int(assignee, "assignee")
+    except BadParam:
         abort(400)
     error = update_ticket(t, status=request.form.get("status") or None, assignee_id=assignee,
                           note=request.form.get("note", "").strip() or None, author=current_staff())
     flash(error or "Ticket updated.")
+    return redirect(url_for("staff.ticket", ticket_id=t.id), code=303)
+
+
+@bp.post("/tickets/<int:ticket_id>/reply")
+@login_required
+def ticket_reply(ticket_id):
+    t = _ticket(ticket_id)
+    text = request.form.get("reply", "").strip()
+    if not text:
+        flash("The reply is empty.")
+    else:
+        mailed = reply_to_submitter(current_app._get_current_object(), t, text, current_staff())
+        flash("Reply sent; the user sees it at their private link" + (
+            "; a copy went by mail." if mailed else
+            "; no mail was sent (no SMTP server configured, no e-mail address, or the server refused: see the log)."))
     return redirect(url_for("staff.ticket", ticket_id=t.id), code=303)
 
 
@@ -143,8 +175,12 @@ def figures():
                         .where(Submission.created_at >= since)).all()
     tix = sess.execute(select(Ticket.created_at, Submission.failure_class).join(Submission)
                        .where(Ticket.created_at >= since)).all()
+    kept = sess.execute(select(PrunedCount.day, PrunedCount.kind, PrunedCount.failure_class, PrunedCount.count)
+                        .where(PrunedCount.day >= start)).all()  # what retention deleted, counted
+    subs = list(subs) + [(day, cls, n) for day, kind, cls, n in kept if kind == "submission"]
+    tix = list(tix) + [(day, cls, n) for day, kind, cls, n in kept if kind == "ticket"]
     charts = []
     for title, rows in (("Submissions per failure class", subs), ("Tickets per failure class", tix)):
         dates, series, totals = daily_counts(rows, start, days)
         charts.append({"title": title, "svg": stacked_bars(title, dates, series), "totals": totals})
-    return render_template("staff_figures.html", charts=charts, days=days)
+    return render_template("staff_figures.html", charts=charts, days=days, feedback=feedback_by_entry(sess, since))

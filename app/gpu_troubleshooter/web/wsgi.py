@@ -1,4 +1,10 @@
 """gunicorn entry point: `gunicorn gpu_troubleshooter.web.wsgi:app` (configured from the environment)."""
-from . import create_app
+import sys
 
-app = create_app()
+from . import MissingSecretKey, create_app
+
+try:
+    app = create_app()
+except MissingSecretKey as exc:  # a clear message and exit, not a traceback per worker
+    print(f"troubleshoot: {exc}", file=sys.stderr)
+    raise SystemExit(3) from None

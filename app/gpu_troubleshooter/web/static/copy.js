@@ -1,5 +1,9 @@
 // Progressive enhancement only: adds "Copy" buttons to code blocks. Everything works without it.
 document.addEventListener("DOMContentLoaded", function () {
+  // Without TROUBLESHOOT_BASE_URL the server shows the private link as a path
+  // (it never trusts the Host header); the address in the user's own browser completes it.
+  var share = document.getElementById("share-url");
+  if (share && share.value.charAt(0) === "/") share.value = window.location.origin + share.value;
   if (!navigator.clipboard) return;
   document.querySelectorAll(".code").forEach(function (box) {
     var code = box.querySelector("code");
