@@ -243,6 +243,7 @@ def _line_finder(text):
 
 
 def _tokens(text):
+    text = " ".join(text.split())  # a `code span` may be wrapped over two lines in the YAML
     return sorted(_PLACEHOLDER.findall(text)), sorted(_CODE_SPAN.findall(text))
 
 
