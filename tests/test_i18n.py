@@ -152,3 +152,26 @@ def test_every_bundled_entry_has_a_translated_title(lang):
         if "title" in t.fell_back:
             missing.append(entry["id"])
     assert not missing, missing
+
+
+def test_bundled_translations_keep_versions_and_sizes():
+    """Every multi-digit number or version of the English (driver 525.60.13, CUDA 12.8, 64 MB,
+    29500) appears in the translation too: a cheap check that no figure was lost or altered."""
+    import collections
+    import re
+    number = re.compile(r"\d+(?:\.\d+)+|\d{2,}")
+    lost = []
+    for path in entry_files(bundled_dir()):
+        entry = yaml.safe_load(path.read_text(encoding="utf-8"))
+        english = [entry["title"], entry["summary"], *entry["causes"]]
+        for lang in ("hr", "sr", "ko"):
+            t = translate_entry(entry, path, lang)
+            texts = [t.title, t.summary, *t.causes]
+            pairs = list(zip(english, texts))
+            for fix, tf in zip(entry["fixes"], t.fixes):
+                pairs += [(fix["title"], tf["title"]), (fix.get("text", ""), tf["text"])]
+            for en, tr in pairs:
+                missing = collections.Counter(number.findall(i18n._english(en))) - collections.Counter(number.findall(tr))
+                if missing:
+                    lost.append((entry["id"], lang, dict(missing)))
+    assert not lost, lost[:10]
