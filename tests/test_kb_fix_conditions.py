@@ -114,3 +114,46 @@ def test_host_oom_first_fix_asks_for_more_memory_when_numbers_are_known(kb):
                               "your processes may have been killed by the cgroup out-of-memory handler.",
                               "host-oom-killed", scheduler="slurm")
     assert titles[0].lower().startswith("measure")
+
+
+@pytest.mark.parametrize("entry_id,log,first", [
+    ("gpu-arch-unsupported",
+     "NVIDIA GeForce RTX 5090 with CUDA capability sm_120 is not compatible with the current PyTorch installation.\n"
+     "The current PyTorch install supports CUDA capabilities sm_50 sm_60 sm_70 sm_75 sm_80 sm_86 sm_90.",
+     "Blackwell GPU"),
+    ("gpu-arch-unsupported",
+     "Tesla P100-PCIE-16GB with CUDA capability sm_60 is not compatible with the current PyTorch installation.\n"
+     "The current PyTorch install supports CUDA capabilities sm_75 sm_80 sm_86 sm_90 sm_100 sm_120.",
+     "Pascal or Volta GPU"),
+    ("cuda-driver-too-old",
+     "RuntimeError: The NVIDIA driver on your system is too old (found version 11040). Please update your GPU driver",
+     "Driver supports only CUDA 11"),
+    ("cuda-driver-too-old",
+     "RuntimeError: The NVIDIA driver on your system is too old (found version 12020). Please update your GPU driver",
+     "Driver supports CUDA 12.0 to 12.7"),
+    ("cuda-driver-too-old",
+     "RuntimeError: The NVIDIA driver on your system is too old (found version 12080). Please update your GPU driver",
+     "Driver supports CUDA 12.8 or 12.9"),
+    ("tf-gpu-libs-missing",
+     "W tensorflow/stream_executor/platform/default/dso_loader.cc:64] Could not load dynamic library 'libcudart.so.11.0';"
+     " dlerror: libcudart.so.11.0: cannot open shared object file: No such file or directory",
+     "TensorFlow wants CUDA 11"),
+    ("device-side-assert",
+     "/pytorch/aten/src/ATen/native/cuda/Loss.cu:102: operator(): block: [217,0,0], thread: [0,0,0] Assertion "
+     "`input_val >= zero && input_val <= one` failed.\nRuntimeError: CUDA error: device-side assert triggered",
+     "Give BCELoss probabilities"),
+    ("nccl-failure",
+     "torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/NCCLUtils.hpp:317, invalid usage "
+     "(run with NCCL_DEBUG=WARN for details), NCCL version 2.19.3\nncclInvalidUsage: This usually reflects invalid usage "
+     "of NCCL library.",
+     "Ranks share a GPU"),
+])
+def test_the_logs_numbers_choose_the_first_fix(kb, entry_id, log, first):
+    titles, values = ordered_fixes(kb, log, entry_id)
+    assert titles[0].startswith(first), (titles[:3], values)
+
+
+def test_probe_facts_choose_the_wheel_when_the_log_has_no_numbers(kb):
+    titles, _ = ordered_fixes(kb, "CUDA driver version is insufficient for CUDA runtime version", "cuda-driver-too-old",
+                              facts={"gpu": {"driver_version": "550.54.15"}})
+    assert titles[0].startswith("Driver supports CUDA 12.0 to 12.7")
