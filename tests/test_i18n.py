@@ -175,3 +175,33 @@ def test_bundled_translations_keep_versions_and_sizes():
                 if missing:
                     lost.append((entry["id"], lang, dict(missing)))
     assert not lost, lost[:10]
+
+
+def test_kb_validate_reports_a_stale_translation_as_a_warning(tmp_path):
+    import shutil
+    from gpu_troubleshooter.validate import validate
+    src = next(p for p in entry_files(bundled_dir()) if p.stem == "dist-port-in-use")
+    site = tmp_path / "site" / "distributed"
+    site.mkdir(parents=True)
+    text = src.read_text(encoding="utf-8")
+    (site / src.name).write_text(text.replace("title: The distributed rendezvous port is already in use",
+                                              "title: The rendezvous port is taken"), encoding="utf-8")
+    shutil.copytree(src.with_suffix("") / "i18n", site / "dist-port-in-use" / "i18n")
+    problems, _ = validate(str(tmp_path / "site"), check_examples=False)
+    stale = [p for p in problems if "stale" in p.message]
+    assert stale and all(p.warning for p in stale), [str(p) for p in problems]
+    assert {Path(p.file).name for p in stale} == {"hr.yaml", "sr.yaml", "ko.yaml"}
+    assert not [p for p in problems if not p.warning and "i18n" in p.file]
+
+
+def test_localise_a_model_entry_for_the_renderer():
+    from gpu_troubleshooter.i18n import localise_entry
+    from gpu_troubleshooter.knowledge import load_knowledge_base
+    entry = next(e for e in load_knowledge_base().entries if e.id == "cuda-oom")
+    hr = localise_entry(entry, "hr")
+    assert hr.title.get("hr").startswith("GPU-u je ponestalo memorije") and hr.title.get("en") == entry.title.get("en")
+    assert hr.fixes[0].title.get("hr") != entry.fixes[0].title.get("en")
+    assert hr.fixes[0].code == entry.fixes[0].code and hr.fixes[0].when == entry.fixes[0].when
+    assert localise_entry(entry, "sr").causes[0].get("sr").startswith("Job-u treba")
+    assert localise_entry(entry, "ko").summary.get("ko").startswith("장치에")
+    assert localise_entry(entry, "en") is entry and localise_entry(entry, "de") is entry

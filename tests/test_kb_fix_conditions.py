@@ -1,10 +1,10 @@
 """The bundled entries' fix conditions choose the right first fix for a log's numbers and
-scheduler. Fix order as documented (docs/knowledge-schema.md, conditions): held first,
-unconditional next, false last; a fix for another scheduler than the log's is dropped."""
+scheduler, through the engine's own ordering (fixes.choose_fixes): held first, unknown or
+unconditional next, false (or another scheduler's) last."""
 import pytest
 
 from gpu_troubleshooter.engine import diagnose_text
-from gpu_troubleshooter.facts import evaluate
+from gpu_troubleshooter.fixes import choose_fixes
 from gpu_troubleshooter.knowledge import load_knowledge_base
 
 
@@ -13,24 +13,15 @@ def kb():
     return load_knowledge_base()
 
 
-def ordered_fixes(kb, text, entry_id, facts=None, scheduler=None):
+def ordered_fixes(kb, text, entry_id, facts=None, scheduler=None, shown_only=True):
+    """Titles of the fixes in the order the engine shows them; with shown_only, the fixes
+    whose condition is false (or for another scheduler) are left out, as the short view does."""
     found = [f for f in diagnose_text(text, kb).findings if f.id == entry_id]
     assert found, "%s not found in %r" % (entry_id, text[:80])
     finding = found[0]
-    ns = dict(facts or {})
-    ns["value"] = dict(finding.values)
-    if scheduler:
-        ns["log"] = {"scheduler": scheduler}
-    held, plain, false = [], [], []
-    for fix in finding.entry.data["fixes"]:
-        if scheduler and fix.get("scheduler") not in (None, scheduler):
-            continue
-        if "when" not in fix:
-            plain.append(fix)
-            continue
-        r = evaluate(fix["when"], ns)
-        (held if r is True else false if r is False else plain).append(fix)
-    return [f["title"] for f in held + plain + false], ns["value"]
+    values = dict(finding.values)
+    chosen = choose_fixes(finding.entry, values, facts, scheduler)
+    return [str(fix.title) for fix, held in chosen if not (shown_only and held is False)], values
 
 
 OWN_OOM = ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of "
@@ -76,11 +67,11 @@ PBS_ONLY = ("#PBS", "qstat", "tracejob", "qsub")
 
 
 def _texts(entry, titles):
-    fixes = {f["title"]: f for f in entry.data["fixes"]}
+    fixes = {str(f.title): f for f in entry.fixes}
     out = []
     for t in titles:
         f = fixes[t]
-        out.append(" ".join([f["title"], str(f.get("text", "")), str((f.get("code") or {}).get("text", ""))]))
+        out.append(" ".join([str(f.title), str(f.text), str(f.code.text) if f.code else ""]))
     return "\n".join(out)
 
 

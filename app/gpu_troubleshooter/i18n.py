@@ -38,7 +38,7 @@ from pathlib import Path
 import yaml
 
 __all__ = ["LANGUAGES", "FALLBACK", "source_hash", "translation_path", "load_translation", "translate_entry",
-           "negotiate", "validate_translations", "Warning_"]
+           "localise_entry", "negotiate", "validate_translations", "Warning_"]
 
 LANGUAGES = ("en", "hr", "sr", "ko")
 FALLBACK = {"en": ("en",), "hr": ("hr", "sr", "en"), "sr": ("sr", "hr", "en"), "ko": ("ko", "en")}
@@ -52,6 +52,8 @@ _FIX_KEYS = {"title", "text"}
 def _english(text) -> str:
     if isinstance(text, dict):
         text = text.get("en", "")
+    elif hasattr(text, "by_lang"):  # model.Text
+        text = text.get("en")
     return text if isinstance(text, str) else ""
 
 
@@ -170,6 +172,26 @@ def translate_entry(entry_data: dict, entry_path, lang: str) -> Translated:
             fell.append("fixes[%d]" % i)
         fixes.append({"title": chosen[0], "text": chosen[1], "lang": chosen[2]})
     return Translated(lang=lang, title=title, summary=summary, causes=causes, fixes=fixes, fell_back=fell)
+
+
+def localise_entry(entry, lang: str):
+    """A copy of a model.Entry whose title, summary, causes and fix texts also carry `lang`
+    (``Text.get(lang)``), chosen by translate_entry's fallback: a Serbian reader may get a
+    Croatian fix, but never a fix half in one language. English and unknown languages return
+    the entry unchanged. Code blocks are never touched."""
+    import dataclasses
+    if lang == "en" or lang not in FALLBACK:
+        return entry
+    data = {"title": entry.title, "summary": entry.summary, "causes": list(entry.causes),
+            "fixes": [{"title": f.title, "text": f.text} for f in entry.fixes]}
+    t = translate_entry(data, entry.path, lang)
+    fixes = tuple(dataclasses.replace(f, title=f.title.with_language(lang, tf["title"]),
+                                      text=f.text.with_language(lang, tf["text"]))
+                  for f, tf in zip(entry.fixes, t.fixes))
+    return dataclasses.replace(entry, title=entry.title.with_language(lang, t.title),
+                               summary=entry.summary.with_language(lang, t.summary),
+                               causes=tuple(c.with_language(lang, tc) for c, tc in zip(entry.causes, t.causes)),
+                               fixes=fixes)
 
 
 def negotiate(preferred, available=LANGUAGES, default="en") -> str:
