@@ -320,8 +320,8 @@ def check_translation(entry_data: dict, path: Path) -> list:
             check_field(data[key], entry_data.get(key), key, f"{key}:")
     causes_en = {source_hash(c): c for c in entry_data.get("causes") or ()}
     for i, c in enumerate(data.get("causes") or ()):
-        src = c.get("src") if isinstance(c, dict) else None
-        check_field(c, causes_en.get(src, ""), f"causes[{i + 1}]", str(src))
+        src = str(c.get("src")) if isinstance(c, dict) else ""
+        check_field(c, causes_en.get(src, ""), f"causes[{i + 1}]", src)
     fixes_en = {source_hash(f.get("title")): f for f in entry_data.get("fixes") or () if isinstance(f, dict)}
     for i, fx in enumerate(data.get("fixes") or ()):
         where = f"fixes[{i + 1}]"
@@ -330,7 +330,7 @@ def check_translation(entry_data: dict, path: Path) -> list:
                  f"(a fix translates title and text only)")
             continue
         title = fx.get("title")
-        src = title.get("src") if isinstance(title, dict) else None
+        src = str(title.get("src")) if isinstance(title, dict) else ""
         english = fixes_en.get(src)
         if english is None:
             warn(f"{where}: stale: no English fix has this title any more (src {src})", str(src))
