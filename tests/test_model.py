@@ -92,7 +92,8 @@ def test_a_draft_is_validated_but_never_diagnoses(isolated):
 def test_choose_fixes_puts_holding_first_and_other_schedulers_last(isolated):
     site = isolated / "site"
     site.mkdir()
-    (site / "quirk.yaml").write_text(entry_yaml("quirk", "SITE_QUIRK_MARKER", fixes=FIXES))
+    (site / "quirk.yaml").write_text(entry_yaml("quirk", "SITE_QUIRK_MARKER",  # a `when` may only name declared values
+                                                "values:\n  requested: 'req (?P<requested>\\S+ \\S+)'\n", FIXES))
     entry = load_knowledge_base([site], strict=True, bundled=False).get("quirk")
     chosen = choose_fixes(entry, {"requested": "2.00 GiB"}, None, "slurm")
     assert [(f.title.get(), held) for f, held in chosen] == [

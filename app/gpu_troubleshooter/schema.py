@@ -217,7 +217,16 @@ def check_entry(data, lines: NodeLines, path: str, stem: str, re2: bool = True):
         for i, rule in enumerate(facts):
             for message in validate_fact_rule(rule):
                 bad(f"fact rule {i + 1}: {message}", "facts", i)
+    out += [Problem(path, lines.line(*key), msg) for key, msg in _condition_problems(data)]  # facts.py: when paths/values
     return out
+
+
+def _condition_problems(data):
+    try:
+        from .facts import condition_problems
+    except ImportError:  # pragma: no cover
+        return []
+    return condition_problems(data)
 
 
 def _check_optional(data, bad):

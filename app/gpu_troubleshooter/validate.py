@@ -40,6 +40,8 @@ def validate(site_dir=None, check_examples=True):
         for path in entry_files(checked_root):
             if path.resolve() not in loaded:
                 problems += example_count_problems(str(path))
+    from .i18n import validate_translations  # translations: stale, placeholders, fields (warnings)
+    problems += [Problem(w.file, w.line, w.message, warning=True) for w in validate_translations(checked_root)]
     summary = f"{len(mine)} entries checked" + (f", {examples} example logs run" if check_examples else "")
     return problems, summary
 
