@@ -126,10 +126,10 @@ def test_gpu_code_without_gpu_request_is_caught_before_and_after(tmp_path):
     cluster.wait(jid)
     doc, r = job_json(jid)
     s = doc["facts"]["scheduler"]
-    assert s["gpus_allocated"] == 0 and s["partition_gpus"] == 2
-    found = {f["id"]: f for f in doc["files"][0]["diagnosis"]["findings"]}
-    assert "no-gpu-allocated" in found
-    assert any("scheduler.gpus_allocated = 0" in c for c in found["no-gpu-allocated"]["facts"]["confirmed_by"])
+    assert r.returncode == 1 and s["state"] == "FAILED"
+    assert s["gpus_requested"] == 0 and s["gpus_allocated"] == 0 and s["partition_gpus"] == 2
+    human = run_cli("job", jid, "--color", "never").stdout.decode()
+    assert "GPUs:    0 requested, 0 allocated  <- no GPU" in human
 
 
 def test_unknown_job_is_one_line():
