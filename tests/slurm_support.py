@@ -2,7 +2,7 @@
 
 The tests submit real jobs. Slurm enforces time limits about every 30 s and
 the shortest --time is one minute, so the TIMEOUT job takes ~90 s: it is
-submitted when the session starts (tests/conftest.py, or earlier by .ci/run
+submitted once the tests are collected (tests/conftest.py, or earlier by .ci/run
 through $TROUBLESHOOT_TEST_TIMEOUT_JOB) and checked by the last test.
 """
 import os
@@ -65,7 +65,7 @@ def state(jobid, complete=False):
     return fields[0].split(" ")[0]
 
 
-def wait(jobid, timeout=60):
+def wait(jobid, timeout=120):
     """Wait until the job ended and sacct shows its final state; returns the state."""
     deadline = time.monotonic() + timeout
     last = ""
@@ -81,7 +81,11 @@ def timeout_job():
     """The id of the TIMEOUT job (submitted once per session, or by .ci/run)."""
     if "timeout_job" not in _state:
         jid = os.environ.get("TROUBLESHOOT_TEST_TIMEOUT_JOB", "")
-        if not jid or not state(jid):
+        if not jid or not state(jid):   # or one still running from an earlier session here
+            queued = subprocess.run(["squeue", "-h", "--name=ts-timeout", "-o", "%i"], capture_output=True,
+                                    text=True, timeout=30).stdout.split()
+            jid = queued[-1] if queued else ""
+        if not jid:
             _, jid, _ = submit(TIMEOUT_SCRIPT, name="timeout.sh")
         _state["timeout_job"] = jid
     return _state["timeout_job"]

@@ -97,7 +97,9 @@ else
   TASK=task/none; PROCTRACK=proctrack/linuxproc; GATHER=jobacct_gather/linux
   rm -f "$CONF/cgroup.conf"
 fi
-CPUS=$(nproc)
+# 4 CPUs even on a 2-core machine (config_overrides): the TIMEOUT job runs in
+# the background while the other test jobs run.
+CPUS=$(( $(nproc) < 4 ? 4 : $(nproc) ))
 
 cat > "$CONF/slurm.conf" <<EOF
 # written by tests/slurm/start-cluster.sh
@@ -131,6 +133,7 @@ KillWait=5
 MinJobAge=600
 InactiveLimit=0
 MpiDefault=none
+SlurmdParameters=config_overrides
 SwitchType=switch/none
 ${EPILOG_SLURMCTLD:+EpilogSlurmctld=$EPILOG_SLURMCTLD}
 NodeName=$HOST CPUs=$CPUS RealMemory=2000 Gres=gpu:testgpu:2 State=UNKNOWN
