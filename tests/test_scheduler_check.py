@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 
 from gpu_troubleshooter.scheduler import check
-from support import run_cli
+from support import required, run_cli
 
 FIX = Path(__file__).parent / "fixtures" / "check"
 SITE = FIX / "site.yaml"
@@ -98,3 +98,18 @@ def test_python_syntax_error_is_reported(tmp_path):
     path = write(tmp_path, "#!/bin/bash\n#SBATCH -p cpu\npython t.py\n", t="def f(:\n  pass\n")
     problems = check.check_script(path, site())
     assert ids(problems) == ["python-syntax-error"] and problems[0].line == 1
+
+
+LMOD = check.LMOD_DEFAULT
+
+
+@pytest.mark.skipif(not Path(LMOD).exists() and not required("lmod"),
+                    reason="Debian's lmod is not installed (CI installs it and sets REQUIRE_LMOD=1)")
+def test_module_load_of_a_missing_module(tmp_path, monkeypatch):
+    monkeypatch.setenv("MODULEPATH", str(FIX / "modulefiles"))
+    monkeypatch.delenv("LMOD_CMD", raising=False)
+    script = ("#!/bin/bash\n#SBATCH -p gpu --gres=gpu:1\nmodule load cuda/12.2 anaconda3\n"
+              "module load cudnn/9.0   # not at this site\nnvidia-smi\n")
+    problems = check.check_script(write(tmp_path, script), site())
+    assert [(p.id, p.line) for p in problems] == [("module-missing", 4)]
+    assert "cudnn/9.0" in problems[0].message and problems[0].fix.startswith("module spider cudnn")

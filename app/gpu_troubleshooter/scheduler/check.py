@@ -498,11 +498,14 @@ def check_script(path, site=None):
     return sorted(problems, key=lambda p: (p.file != path, p.file, p.line))
 
 
+LMOD_DEFAULT = "/usr/share/lmod/lmod/libexec/lmod"   # Debian's lmod
+
+
 def check_modules(lines, path):
     """`module load X` of a module the site lacks (only where Lmod answers: $LMOD_CMD)."""
     from .run import SchedulerError, run
-    lmod = os.environ.get("LMOD_CMD")
-    if not lmod or not os.path.exists(lmod):
+    lmod = os.environ.get("LMOD_CMD") or LMOD_DEFAULT
+    if not os.path.exists(lmod) or not os.environ.get("MODULEPATH"):
         return []
     out = []
     for n, line in enumerate(lines, 1):
