@@ -184,6 +184,8 @@ def summary_lines(sched, style):
 def _mib(value):
     if not isinstance(value, (int, float)):
         return "?"
+    if value < 1:
+        return f"{value * 1024:.0f} KiB"
     return f"{value / 1024:.1f} GiB" if value >= 1024 else f"{value:.0f} MiB"
 
 
