@@ -272,6 +272,13 @@ def run_check(argv):
     return check_main(argv, _use_colour, _load_kb)
 
 
+@subcommand("epilog")
+def run_epilog(argv):
+    """The Slurm/PBS epilog hook (scheduler/epilog.py); always exits 0."""
+    from .scheduler.epilog import main as epilog_main
+    return epilog_main(argv)
+
+
 def main(argv=None):
     argv = list(sys.argv[1:] if argv is None else argv)
     try:

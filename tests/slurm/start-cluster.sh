@@ -135,11 +135,19 @@ InactiveLimit=0
 MpiDefault=none
 SlurmdParameters=config_overrides
 SwitchType=switch/none
-${EPILOG_SLURMCTLD:+EpilogSlurmctld=$EPILOG_SLURMCTLD}
+# The epilog hooks: each runs $STATE/hooks/<name> when a test installed one.
+Epilog=$STATE/epilog-node.sh
+EpilogSlurmctld=$STATE/epilog-slurmctld.sh
 NodeName=$HOST CPUs=$CPUS RealMemory=2000 Gres=gpu:testgpu:2 State=UNKNOWN
 PartitionName=gpu Nodes=$HOST Default=YES MaxTime=10:00 State=UP
 PartitionName=cpu Nodes=$HOST MaxTime=5:00 State=UP
 EOF
+mkdir -p "$STATE/hooks"; chmod 1777 "$STATE/hooks"
+for hook in node slurmctld; do
+  printf '#!/bin/sh\n# written by tests/slurm/start-cluster.sh: run the hook a test installed, if any\n[ -x "%s" ] && exec "%s"\nexit 0\n' \
+    "$STATE/hooks/$hook" "$STATE/hooks/$hook" > "$STATE/epilog-$hook.sh"
+  chmod 755 "$STATE/epilog-$hook.sh"
+done
 cat > "$CONF/gres.conf" <<EOF
 NodeName=$HOST Name=gpu Type=testgpu File=/dev/fakegpu[0-1]
 EOF

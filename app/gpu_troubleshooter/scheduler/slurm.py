@@ -24,6 +24,10 @@ JOBID = re.compile(r"^\d{1,12}(?:_\d{1,9}|_\[[\d,\-%]+\])?(?:\+\d{1,4})?(?:\.(?:
 FAILED_STATE_CODES = "FAILED,TIMEOUT,OUT_OF_MEMORY,NODE_FAIL,BOOT_FAIL,PREEMPTED,DEADLINE"
 
 _fields_cache = {}
+# `scontrol show job` while the epilog runs says JobState=COMPLETING; its Reason says how it ended.
+_COMPLETING = {"TimeLimit": "TIMEOUT", "OutOfMemory": "OUT_OF_MEMORY", "NodeDown": "NODE_FAIL",
+               "NonZeroExitCode": "FAILED", "RaisedSignal": "FAILED", "Prolog": "FAILED", "BootFail": "BOOT_FAIL",
+               "Deadline": "DEADLINE"}
 
 
 def valid_jobid(text):
@@ -121,7 +125,7 @@ def parse_exit(text):
 def base_state(text):
     """'CANCELLED by 1000' -> 'CANCELLED'; 'OUT_OF_ME+' (truncated) -> 'OUT_OF_MEMORY'."""
     word = (text or "").split(" ")[0].strip().upper()
-    for full in FAILED_STATES + ("COMPLETED", "RUNNING", "PENDING", "REQUEUED", "SUSPENDED", "RESIZING", "REVOKED"):
+    for full in FAILED_STATES + ("COMPLETED", "COMPLETING", "RUNNING", "PENDING", "REQUEUED", "SUSPENDED", "RESIZING", "REVOKED"):
         if word == full or (word.endswith("+") and full.startswith(word[:-1])):
             return full
     return word or None
@@ -244,6 +248,10 @@ def facts_from_records(rows, ctl=None, partition_gpus=None):
     get = lambda k, c=None: (main.get(k) or (ctl.get(c or k) if ctl else None) or "")  # noqa: E731
     state_text = get("State", "JobState")
     state = base_state(state_text)
+    if state == "COMPLETING":   # an epilog runs while the job completes: the reason tells how it ended
+        state = _COMPLETING.get(ctl.get("Reason") or "", None)
+        if state is None:
+            state = "FAILED" if parse_exit(get("ExitCode"))[0] or parse_exit(get("ExitCode"))[1] else "COMPLETED"
     exit_code, exit_signal = parse_exit(get("ExitCode"))
     derived = parse_exit(main.get("DerivedExitCode", ""))[0] if main.get("DerivedExitCode") else None
     elapsed = int(main["ElapsedRaw"]) if main.get("ElapsedRaw", "").isdigit() else parse_duration(get("Elapsed", "RunTime"))
