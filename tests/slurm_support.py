@@ -11,6 +11,7 @@ import subprocess
 import tempfile
 import time
 
+STATE = os.environ.get("TROUBLESHOOT_SLURM_STATE", "/var/tmp/troubleshoot-slurm")   # start-cluster.sh
 FINAL = ("COMPLETED", "FAILED", "TIMEOUT", "OUT_OF_MEMORY", "CANCELLED", "NODE_FAIL", "PREEMPTED", "BOOT_FAIL", "DEADLINE")
 _state = {}
 

@@ -221,13 +221,26 @@ def write_atomically(directory, name, text):
     return os.path.join(directory, name)
 
 
-def diagnose_output(sched, cfg, deadline):
+def load_kb(cfg):
+    """The knowledge base and every module the diagnosis needs, loaded before dropping privileges
+    (the job's user may not be able to read the interpreter's or the site's files)."""
+    from ..engine import diagnose_text, compile_kb  # noqa: F401
+    from ..knowledge import load_knowledge_base
+    from ..render import Style, human  # noqa: F401
+    from .job import read_log, summary_lines, job_output_files, last_error_line  # noqa: F401
+    from . import pbs, slurm  # noqa: F401
+    import encodings.idna  # noqa: F401  (lazily imported by some codecs)
+    kb = load_knowledge_base(cfg.kb_dirs)
+    diagnose_text("warm-up\n", kb, source="warm-up")   # compiles the patterns now
+    return kb
+
+
+def diagnose_output(sched, cfg, deadline, kb=None):
     """(report text, first finding dict or None, log path, log tail) for the job's output: tail first."""
     from ..engine import diagnose_text
-    from ..knowledge import load_knowledge_base
     from ..render import Style, human
     from .job import read_log, summary_lines, job_output_files, last_error_line
-    kb = load_knowledge_base(cfg.kb_dirs)
+    kb = kb if kb is not None else load_kb(cfg)
     facts = {"scheduler": {k: v for k, v in sched.items() if k not in ("uid", "gid")}}
     style = Style(False)
     parts = summary_lines(facts["scheduler"], style)
@@ -271,6 +284,7 @@ def diagnose_output(sched, cfg, deadline):
 
 def work_as_user(sched, cfg, deadline, write):
     """In a child process dropped to the job's uid/gid: read, diagnose, write. Returns its result dict."""
+    kb = load_kb(cfg)
     rfd, wfd = os.pipe()
     pid = os.fork()
     if pid == 0:   # the child: never returns
@@ -280,7 +294,7 @@ def work_as_user(sched, cfg, deadline, write):
         result = {}
         try:
             drop_privileges(sched.get("uid"), sched.get("gid"))
-            report, first, log_path, tail = diagnose_output(sched, cfg, deadline)
+            report, first, log_path, tail = diagnose_output(sched, cfg, deadline, kb)
             result = {"report": report, "finding": first, "log": log_path, "tail": tail}
             if write:
                 directory = os.path.dirname(log_path) if log_path else sched.get("work_dir")
