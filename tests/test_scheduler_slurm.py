@@ -2,7 +2,7 @@
 
 Skips when no Slurm controller answers, unless REQUIRE_SLURM=1 (CI).
 The TIMEOUT job was submitted when the session started (conftest.py) and is
-checked by the last test of this file.
+checked by the last test of the session (conftest.py moves it there).
 """
 import json
 import os
@@ -152,7 +152,7 @@ def test_failed_listing_finds_a_failed_job():
 
 
 def test_zz_timeout_job_last():
-    """Last in this file: the job submitted when the session started has hit its 1-minute limit by now."""
+    """Run last (conftest.py): the job submitted at the start has hit its 1-minute limit by now."""
     jid = cluster.timeout_job()
     assert jid.isdigit(), f"the TIMEOUT job was not submitted: {jid!r}"
     assert cluster.wait(jid, timeout=180) == "TIMEOUT"
