@@ -17,6 +17,7 @@ import re
 import shlex
 import sys
 from dataclasses import dataclass, field
+from typing import Optional
 
 EXIT_CLEAN, EXIT_FOUND, EXIT_ERROR = 0, 1, 2
 MAX_SCRIPT_BYTES = 2 * 1024 * 1024
@@ -44,10 +45,10 @@ class Request:
     gpus: int = 0
     gpu_lines: list = field(default_factory=list)
     gres_types: list = field(default_factory=list)   # [(type, line)]
-    partition: tuple = None           # (name, line)
-    time_s: tuple = None              # (seconds, line)
-    cpus_per_task: tuple = None       # (n, line)
-    chdir: str = None
+    partition: Optional[tuple] = None           # (name, line)
+    time_s: Optional[tuple] = None              # (seconds, line)
+    cpus_per_task: Optional[tuple] = None       # (n, line)
+    chdir: Optional[str] = None
     directive_after_command: list = field(default_factory=list)
     first_command_line: int = 0
 
@@ -216,7 +217,7 @@ class PyFacts:
     cvd_set: list = field(default_factory=list)
     data_parallel: list = field(default_factory=list)
     workers: list = field(default_factory=list)           # [(line, n)]
-    syntax_error: str = None
+    syntax_error: Optional[str] = None
 
 
 def _const_str(node):

@@ -270,13 +270,13 @@ def diagnose_output(sched, cfg, deadline, kb=None):
             if last:
                 parts.append(f"  The last error in this log: {last}")
         if d.findings and first is None:
-            first = d.findings[0].to_dict(d.site)
+            first = d.views()[0].to_dict()
     if log_path is None:
         d = diagnose_text("troubleshoot epilog: no readable output file\n", kb, source="scheduler record", facts=facts)
         if d.findings:
             parts.append("")
             parts.append(human(d, style))
-            first = d.findings[0].to_dict(d.site)
+            first = d.views()[0].to_dict()
     header = (f"troubleshoot: why job {sched.get('job_id')} did not end well "
               f"(written by the cluster's epilog at {time.strftime('%Y-%m-%d %H:%M:%S')})\n")
     return header + "\n".join(parts) + "\n", first, log_path, tail

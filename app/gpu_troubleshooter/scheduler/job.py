@@ -151,7 +151,8 @@ def summary_lines(sched, style):
     if isinstance(code, int):
         exit_text = f", exit code {code}" + (f", killed by signal {sig}" if isinstance(sig, int) and 0 < sig < 65 else "")
     colour = "green" if state in ("COMPLETED", "RUNNING", "PENDING") and not code else "red"
-    out.append(f"  State:   {style(state, colour, 'bold')}{exit_text}" + (f"  (reason: {sched['reason']})" if sched.get("reason") not in (None, "None") else ""))
+    reason = f"  (reason: {sched['reason']})" if sched.get("reason") not in (None, "None") else ""
+    out.append(f"  State:   {style(state, colour, 'bold')}{exit_text}{reason}")
     el, lim = sched.get("elapsed_s"), sched.get("timelimit_s")
     if isinstance(el, int):
         limit = f" of {format_duration(lim)} limit" if isinstance(lim, int) else ""
