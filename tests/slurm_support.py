@@ -5,6 +5,7 @@ the shortest --time is one minute, so the TIMEOUT job takes ~90 s: it is
 submitted once the tests are collected (tests/conftest.py, or earlier by .ci/run
 through $TROUBLESHOOT_TEST_TIMEOUT_JOB) and checked by the last test.
 """
+import atexit
 import os
 import shutil
 import subprocess
@@ -41,6 +42,7 @@ def job_dir():
     if "dir" not in _state:
         d = tempfile.mkdtemp(prefix="ts-slurm-")
         os.chmod(d, 0o755)
+        atexit.register(shutil.rmtree, d, True)
         _state["dir"] = d
     return _state["dir"]
 
