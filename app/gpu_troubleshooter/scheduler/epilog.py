@@ -341,9 +341,11 @@ def post_diagnosis(url, token, log_tail, facts, timeout=5.0):
                                  headers={"Content-Type": "application/json", "User-Agent": "troubleshoot-epilog"})
     if token:
         req.add_header("Authorization", f"Bearer {token}")
+    from urllib.parse import urljoin
     with urllib.request.urlopen(req, timeout=timeout) as resp:   # noqa: S310 (the site's own URL)
         answer = json.loads(resp.read(1024 * 1024) or b"{}")
-    return answer.get("url") or answer.get("api_url")
+    link = answer.get("url") or answer.get("api_url")
+    return urljoin(url, link) if link else None   # the service may answer with a path
 
 
 def send_mail(cfg, user, subject, body, timeout=5.0):
