@@ -5,6 +5,8 @@
     troubleshoot kb list [--json]   list the entries
     troubleshoot explain ID         one entry for a human
     troubleshoot probe [--json]     check this node: GPU node? allocated? seen? used?
+    troubleshoot job JOBID          a batch job: scheduler record + its output files
+    troubleshoot check job.sh       a batch script before submitting it
     troubleshoot serve | staff | db the web service (needs the `web` extra)
 
 Exit status: 0 no known failure, 1 a failure diagnosed, 2 usage or input error.
@@ -254,6 +256,27 @@ def _facts_alone(facts, extra_dirs):
         print(f"troubleshoot: note: knowledge base not consulted: {e}", file=sys.stderr)
         return []
     return [(v.title, v.id, "; ".join(v.confirmed_by)) for v in d.views()]
+
+
+@subcommand("job")
+def run_job(argv):
+    """A batch job: the scheduler's record joined with its log (scheduler/job.py)."""
+    from .scheduler.job import main as job_main
+    return job_main(argv, _use_colour, _load_kb)
+
+
+@subcommand("check")
+def run_check(argv):
+    """A batch script before submission (scheduler/check.py)."""
+    from .scheduler.check import main as check_main
+    return check_main(argv, _use_colour, _load_kb)
+
+
+@subcommand("epilog")
+def run_epilog(argv):
+    """The Slurm/PBS epilog hook (scheduler/epilog.py); always exits 0."""
+    from .scheduler.epilog import main as epilog_main
+    return epilog_main(argv)
 
 
 def main(argv=None):
