@@ -3,6 +3,7 @@
 Both lay out view.FindingView; what to show (texts, chosen fixes) is decided there.
 """
 import json
+import re
 import textwrap
 
 from .view import entry_view
@@ -26,10 +27,10 @@ def _indent(text, prefix):
     return textwrap.indent(text, prefix, lambda line: True)
 
 
-def render_fixes(fixes, style, indent="  "):
+def render_fixes(fixes, style, indent="  ", start=1):
     """Numbered fixes (view.FixView), in the order chosen for this job."""
     out = []
-    for n, fix in enumerate(fixes, 1):
+    for n, fix in enumerate(fixes, start):
         notes = []
         if fix.scheduler:
             notes.append(f"{SCHEDULER_NAMES.get(fix.scheduler, fix.scheduler)} jobs")
@@ -53,11 +54,127 @@ def who_acts(view):
     return ""
 
 
-def _clip(text, width=EVIDENCE_WIDTH):
-    return text if len(text) <= width else text[:width - 1] + "…"
+def _clip(text, width=EVIDENCE_WIDTH, span=None):
+    """A line cut to `width` around the part that matched, with an ellipsis on each cut side."""
+    if len(text) <= width:
+        return text
+    width = max(width, 20)
+    start, end = span if span else (0, 0)
+    if end - start >= width - 2:         # the match alone is too wide: show its start
+        end = start + width - 2
+    room = width - (end - start)
+    left = max(0, start - room // 2)
+    right = min(len(text), left + width)
+    left = max(0, right - width)
+    if left > 0:
+        left += 1
+    if right < len(text):
+        right -= 1
+    return ("…" if left > 0 else "") + text[left:right] + ("…" if right < len(text) else "")
 
 
-def human(diagnosis, style, lang="en"):
+def _terminal_width():
+    import shutil
+    return shutil.get_terminal_size((100, 24)).columns
+
+
+SHORT_FIXES = 3
+
+
+def short_fixes(view):
+    """The fixes of the first screen: the first 1-3 whose condition does not fail (view order)."""
+    return tuple(f for f in view.fixes if f.held is not False)[:SHORT_FIXES]
+
+
+def why_line(view):
+    """One line of why: the first sentence of the first cause, else of the summary."""
+    text = " ".join((view.causes[0] if view.causes else view.summary).split())
+    cut = re.search(r"(?<=[.!?。])\s", text)
+    return text[:cut.start()] if cut else text
+
+
+def helpdesk_message(view, diagnosis):
+    """A ready-to-send message for a site-side failure: job id, node, time and evidence filled in
+    from the log's values and the facts; "unknown" where neither says."""
+    values = dict(view.values)
+    facts = diagnosis.facts or {}
+
+    def pick(*names):
+        for n in names:
+            v = values.get(n) or facts.get(n)
+            if v not in (None, ""):
+                return str(v)
+        return "unknown"
+
+    job = pick("job_id", "jobid", "scheduler.job_id")
+    node = pick("node", "hostname", "host", "host.name", "node.name")
+    when = pick("time", "timestamp", "date")
+    evidence = "\n".join(f"  line {e.line}: {e.text}" if e.line else f"  {e.text}" for e in view.evidence[:5])
+    return (f"Subject: {view.title} (job {job})\n\n"
+            f"Hello, my job failed with a problem on the node side that I cannot fix myself.\n"
+            f"  Job ID: {job}\n  Node: {node}\n  Time: {when}\n  Log file: {diagnosis.source}\n"
+            f"  Diagnosis: {view.id} (troubleshoot)\n"
+            f"The log says:\n{evidence}\n"
+            f"Could you check the node, please?")
+
+
+def site_fix(view, diagnosis):
+    from .view import FixView
+    to = _helpdesk(diagnosis.site)
+    return FixView(title=f"Send this to {to}", text="", code=None, held=True, scheduler=None), \
+        helpdesk_message(view, diagnosis)
+
+
+def human(diagnosis, style, lang="en", full=False, width=None):
+    """The first screen by default (title, who acts, why, the 1-3 chosen fixes, the evidence,
+    what more there is); `full` prints every fix, cause and finding."""
+    if full:
+        return human_full(diagnosis, style, lang)
+    if not diagnosis.findings:
+        return human_full(diagnosis, style, lang)
+    width = width or _terminal_width()
+    top, *others = diagnosis.views(lang)
+    lines = []
+    tag = style(f"[{top.id}, confidence {top.confidence:.0%}]", "dim")
+    lines.append(f"{style(diagnosis.source, 'bold')}: {style(top.title, 'red', 'bold')}  {tag}")
+    who = "the site's admins (not something you can fix)" if top.actor == "site" else "you"
+    lines.append(f"  {style('Who fixes it:', 'bold')} {style(who, 'yellow', 'bold') if top.actor == 'site' else who}")
+    lines.append(f"  {style('Why:', 'bold')} {why_line(top)}")
+    if top.values:
+        lines.append("  Found: " + ", ".join(f"{k} = {v}" for k, v in top.values))
+    lines.append("")
+    lines.append(style("  How to fix it:", "bold"))
+    fixes = short_fixes(top)
+    if top.actor == "site":
+        fix, message = site_fix(top, diagnosis)
+        lines.append(f"  {style('1. ' + fix.title, 'bold')}")
+        lines.append(_indent(style(message, "cyan"), "       "))
+        lines += render_fixes(fixes[:SHORT_FIXES - 1], style, "  ", start=2)
+        fixes = fixes[:SHORT_FIXES - 1]
+    else:
+        lines += render_fixes(fixes, style, "  ")
+    lines.append("")
+    lines.append(style("  Evidence:", "bold"))
+    num = len(str(max((e.line for e in top.evidence), default=0)))
+    room = max(width - num - 5, 20)
+    for e in top.evidence:
+        where = f"{e.line:>{num}}" if e.line else "fact".rjust(num)
+        lines.append(f"  {style(where, 'dim')} | {_clip(e.text, room, e.span)}")
+    more = len(top.fixes) - len(fixes)
+    lines.append("")
+    if more > 0:
+        lines.append(style(f"  {more} more fix{'es' if more != 1 else ''}: troubleshoot explain {top.id}"
+                           f"   (or troubleshoot --full)", "dim"))
+    for v in others[:3]:
+        first = v.evidence[0] if v.evidence else None
+        where = f" at line {first.line}" if first and first.line else ""
+        lines.append(f"  Also found: {v.title}{where}  (troubleshoot explain {v.id})")
+    if len(others) > 3:
+        lines.append(style(f"  ... and {len(others) - 3} more findings: troubleshoot --full", "dim"))
+    return "\n".join(lines).rstrip("\n")
+
+
+def human_full(diagnosis, style, lang="en"):
     """The fix first, then the evidence with line numbers."""
     lines = []
     if not diagnosis.findings:
