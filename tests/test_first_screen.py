@@ -168,7 +168,7 @@ def test_site_failure_leads_with_a_ready_to_send_helpdesk_message(tmp_path, monk
     out = human(d, Style(False))
     lines = out.splitlines()
     first = next(i for i, ln in enumerate(lines) if ln.strip().startswith("1. "))
-    assert "Send this to" in lines[first]
+    assert "Send this message to" in lines[first]
     message = "\n".join(lines[first + 1:first + 12])
     assert "Node: gpu-a17" in message and "Job ID: unknown" in message and "Time: unknown" in message
     assert "line 1: 12:00 SITE_NODE_FAULT_MARKER on node gpu-a17" in message
@@ -187,3 +187,18 @@ def test_pbs_log_short_view_hides_slurm_fixes(kb):
     assert "#SBATCH" not in fix_part and "sacct" not in fix_part and "(Slurm" not in fix_part
     assert "(PBS jobs)" in fix_part
     assert all(f.held is False for f in fixes if f.scheduler == "slurm")
+
+
+def test_site_message_and_labels_in_the_readers_language(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.delenv("TROUBLESHOOT_KB", raising=False)
+    (tmp_path / "kb").mkdir()
+    (tmp_path / "kb" / "site-node-fault.yaml").write_text(SITE_ENTRY)
+    kb = load_knowledge_base([tmp_path / "kb"], strict=True, bundled=False)
+    d = diagnose_text("SITE_NODE_FAULT_MARKER on node gpu-a17\n", kb)
+    hr = human(d, Style(False), "hr")
+    assert "Tko to rješava:" in hr and "Čvor: gpu-a17" in hr and "ID posla: nepoznato" in hr
+    ko = human(d, Style(False), "ko")
+    assert "노드: gpu-a17" in ko and "작업 ID: 알 수 없음" in ko and "SITE_NODE_FAULT_MARKER" in ko
+    # the entry itself has no translation: its prose stays English, whole
+    assert "Resubmit excluding the node" in ko

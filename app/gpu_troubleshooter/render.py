@@ -78,6 +78,52 @@ def _terminal_width():
     return shutil.get_terminal_size((100, 24)).columns
 
 
+# The first screen's own words. The translations follow the seed guides' terms (docs/translations.md:
+# hr posao/čvor, sr job/nod, ko 작업/노드) and were checked by translating them back into English.
+LABELS = {
+    "en": {"who": "Who fixes it:", "you": "you", "site": "the site's admins (not something you can fix)",
+           "why": "Why:", "found": "Found:", "how": "How to fix it:", "evidence": "Evidence:",
+           "more": "{n} more fixes: troubleshoot explain {id}   (or troubleshoot --full)",
+           "one_more": "1 more fix: troubleshoot explain {id}   (or troubleshoot --full)",
+           "also": "Also found:", "send": "Send this message to {to}", "unknown": "unknown",
+           "subject": "Subject: {title} (job {job})",
+           "hello": "Hello, my job failed with a problem on the node side that I cannot fix myself.",
+           "job": "Job ID", "node": "Node", "time": "Time", "log": "Log file", "diagnosis": "Diagnosis",
+           "says": "The log says:", "ask": "Could you check the node, please?"},
+    "hr": {"who": "Tko to rješava:", "you": "vi", "site": "administratori vašeg centra (ne možete to sami popraviti)",
+           "why": "Zašto:", "found": "Pronađeno:", "how": "Kako popraviti:", "evidence": "Retci iz loga:",
+           "more": "Ostala rješenja ({n}): troubleshoot explain {id}   (ili troubleshoot --full)",
+           "one_more": "Ostala rješenja (1): troubleshoot explain {id}   (ili troubleshoot --full)",
+           "also": "Pronađeno i:", "send": "Pošaljite ovu poruku podršci ({to})", "unknown": "nepoznato",
+           "subject": "Predmet: {title} (posao {job})",
+           "hello": "Pozdrav, moj posao je prekinut zbog problema na čvoru koji ne mogu sam riješiti.",
+           "job": "ID posla", "node": "Čvor", "time": "Vrijeme", "log": "Log datoteka", "diagnosis": "Dijagnoza",
+           "says": "U logu piše:", "ask": "Možete li, molim vas, provjeriti čvor?"},
+    "sr": {"who": "Ko to rešava:", "you": "vi", "site": "administratori vašeg centra (ne možete sami da popravite)",
+           "why": "Zašto:", "found": "Pronađeno:", "how": "Kako popraviti:", "evidence": "Linije iz loga:",
+           "more": "Ostala rešenja ({n}): troubleshoot explain {id}   (ili troubleshoot --full)",
+           "one_more": "Ostala rešenja (1): troubleshoot explain {id}   (ili troubleshoot --full)",
+           "also": "Pronađeno i:", "send": "Pošaljite ovu poruku podršci ({to})", "unknown": "nepoznato",
+           "subject": "Naslov: {title} (job {job})",
+           "hello": "Pozdrav, moj job je prekinut zbog problema na nodu koji ne mogu sam da rešim.",
+           "job": "ID joba", "node": "Nod", "time": "Vreme", "log": "Log fajl", "diagnosis": "Dijagnoza",
+           "says": "U logu piše:", "ask": "Možete li, molim vas, da proverite nod?"},
+    "ko": {"who": "누가 고치나요:", "you": "사용자 본인", "site": "사이트 관리자 (사용자가 직접 고칠 수 없음)",
+           "why": "원인:", "found": "찾은 값:", "how": "해결 방법:", "evidence": "로그 근거:",
+           "more": "다른 해결 방법 {n}개: troubleshoot explain {id}   (또는 troubleshoot --full)",
+           "one_more": "다른 해결 방법 1개: troubleshoot explain {id}   (또는 troubleshoot --full)",
+           "also": "함께 발견됨:", "send": "이 메시지를 헬프데스크에 보내세요 ({to})", "unknown": "알 수 없음",
+           "subject": "제목: {title} (작업 {job})",
+           "hello": "안녕하세요. 제가 직접 고칠 수 없는 노드 쪽 문제로 작업이 실패했습니다.",
+           "job": "작업 ID", "node": "노드", "time": "시간", "log": "로그 파일", "diagnosis": "진단",
+           "says": "로그 내용:", "ask": "노드를 확인해 주시겠습니까?"},
+}
+
+
+def label(lang, key):
+    return LABELS.get(lang, LABELS["en"]).get(key) or LABELS["en"][key]
+
+
 SHORT_FIXES = 3
 
 
@@ -93,36 +139,36 @@ def why_line(view):
     return text[:cut.start()] if cut else text
 
 
-def helpdesk_message(view, diagnosis):
+def helpdesk_message(view, diagnosis, lang="en"):
     """A ready-to-send message for a site-side failure: job id, node, time and evidence filled in
-    from the log's values and the facts; "unknown" where neither says."""
+    from the log's values and the facts; "unknown" where neither says. In the reader's language."""
     values = dict(view.values)
     facts = diagnosis.facts or {}
+    unknown = label(lang, "unknown")
 
     def pick(*names):
         for n in names:
             v = values.get(n) or facts.get(n)
             if v not in (None, ""):
                 return str(v)
-        return "unknown"
+        return unknown
 
     job = pick("job_id", "jobid", "scheduler.job_id")
     node = pick("node", "hostname", "host", "host.name", "node.name")
     when = pick("time", "timestamp", "date")
     evidence = "\n".join(f"  line {e.line}: {e.text}" if e.line else f"  {e.text}" for e in view.evidence[:5])
-    return (f"Subject: {view.title} (job {job})\n\n"
-            f"Hello, my job failed with a problem on the node side that I cannot fix myself.\n"
-            f"  Job ID: {job}\n  Node: {node}\n  Time: {when}\n  Log file: {diagnosis.source}\n"
-            f"  Diagnosis: {view.id} (troubleshoot)\n"
-            f"The log says:\n{evidence}\n"
-            f"Could you check the node, please?")
+    return "\n".join([
+        label(lang, "subject").format(title=view.title, job=job), "",
+        label(lang, "hello"),
+        f"  {label(lang, 'job')}: {job}", f"  {label(lang, 'node')}: {node}", f"  {label(lang, 'time')}: {when}",
+        f"  {label(lang, 'log')}: {diagnosis.source}", f"  {label(lang, 'diagnosis')}: {view.id} (troubleshoot)",
+        label(lang, "says"), evidence, label(lang, "ask")])
 
 
-def site_fix(view, diagnosis):
+def site_fix(view, diagnosis, lang="en"):
     from .view import FixView
-    to = _helpdesk(diagnosis.site)
-    return FixView(title=f"Send this to {to}", text="", code=None, held=True, scheduler=None), \
-        helpdesk_message(view, diagnosis)
+    title = label(lang, "send").format(to=_helpdesk(diagnosis.site))
+    return FixView(title=title, text="", code=None, held=True, scheduler=None), helpdesk_message(view, diagnosis, lang)
 
 
 def human(diagnosis, style, lang="en", full=False, width=None):
@@ -137,16 +183,16 @@ def human(diagnosis, style, lang="en", full=False, width=None):
     lines = []
     tag = style(f"[{top.id}, confidence {top.confidence:.0%}]", "dim")
     lines.append(f"{style(diagnosis.source, 'bold')}: {style(top.title, 'red', 'bold')}  {tag}")
-    who = "the site's admins (not something you can fix)" if top.actor == "site" else "you"
-    lines.append(f"  {style('Who fixes it:', 'bold')} {style(who, 'yellow', 'bold') if top.actor == 'site' else who}")
-    lines.append(f"  {style('Why:', 'bold')} {why_line(top)}")
+    who = label(lang, "site") if top.actor == "site" else label(lang, "you")
+    lines.append(f"  {style(label(lang, 'who'), 'bold')} {style(who, 'yellow', 'bold') if top.actor == 'site' else who}")
+    lines.append(f"  {style(label(lang, 'why'), 'bold')} {why_line(top)}")
     if top.values:
-        lines.append("  Found: " + ", ".join(f"{k} = {v}" for k, v in top.values))
+        lines.append(f"  {label(lang, 'found')} " + ", ".join(f"{k} = {v}" for k, v in top.values))
     lines.append("")
-    lines.append(style("  How to fix it:", "bold"))
+    lines.append(style(f"  {label(lang, 'how')}", "bold"))
     fixes = short_fixes(top)
     if top.actor == "site":
-        fix, message = site_fix(top, diagnosis)
+        fix, message = site_fix(top, diagnosis, lang)
         lines.append(f"  {style('1. ' + fix.title, 'bold')}")
         lines.append(_indent(style(message, "cyan"), "       "))
         lines += render_fixes(fixes[:SHORT_FIXES - 1], style, "  ", start=2)
@@ -154,7 +200,7 @@ def human(diagnosis, style, lang="en", full=False, width=None):
     else:
         lines += render_fixes(fixes, style, "  ")
     lines.append("")
-    lines.append(style("  Evidence:", "bold"))
+    lines.append(style(f"  {label(lang, 'evidence')}", "bold"))
     num = len(str(max((e.line for e in top.evidence), default=0)))
     room = max(width - num - 5, 20)
     for e in top.evidence:
@@ -163,12 +209,11 @@ def human(diagnosis, style, lang="en", full=False, width=None):
     more = len(top.fixes) - len(fixes)
     lines.append("")
     if more > 0:
-        lines.append(style(f"  {more} more fix{'es' if more != 1 else ''}: troubleshoot explain {top.id}"
-                           f"   (or troubleshoot --full)", "dim"))
+        lines.append(style("  " + label(lang, "more" if more != 1 else "one_more").format(n=more, id=top.id), "dim"))
     for v in others[:3]:
         first = v.evidence[0] if v.evidence else None
-        where = f" at line {first.line}" if first and first.line else ""
-        lines.append(f"  Also found: {v.title}{where}  (troubleshoot explain {v.id})")
+        where = f" (line {first.line})" if first and first.line else ""
+        lines.append(f"  {label(lang, 'also')} {v.title}{where}  (troubleshoot explain {v.id})")
     if len(others) > 3:
         lines.append(style(f"  ... and {len(others) - 3} more findings: troubleshoot --full", "dim"))
     return "\n".join(lines).rstrip("\n")
