@@ -202,3 +202,12 @@ def test_site_message_and_labels_in_the_readers_language(tmp_path, monkeypatch):
     assert "노드: gpu-a17" in ko and "작업 ID: 알 수 없음" in ko and "SITE_NODE_FAULT_MARKER" in ko
     # the entry itself has no translation: its prose stays English, whole
     assert "Resubmit excluding the node" in ko
+
+
+@pytest.mark.parametrize("lang,heading,site_line", [("hr", "Kako popraviti:", "administratori vašeg centra"),
+                                                    ("sr", "Kako popraviti:", "administratori vašeg centra"),
+                                                    ("ko", "해결 방법:", "사이트 관리자")])
+def test_explain_headings_and_who_acts_in_the_readers_language(kb, lang, heading, site_line):
+    out = explain(kb.get("gpu-fallen-off-bus"), kb.site, lang)
+    assert heading in out and site_line in out and "`troubleshoot --json`" in out
+    assert "How to fix it:" in explain(kb.get("gpu-fallen-off-bus"), kb.site, "en")

@@ -46,12 +46,9 @@ def render_fixes(fixes, style, indent="  ", start=1):
     return out
 
 
-def who_acts(view):
+def who_acts(view, lang="en"):
     """One line saying who must act, when it is not the user."""
-    if view.actor == "site":
-        return ("Your site's admins must fix this, not you; send them this report (`troubleshoot --json` output), "
-                "the job ID and the node name.")
-    return ""
+    return label(lang, "site_long") if view.actor == "site" else ""
 
 
 def _clip(text, width=EVIDENCE_WIDTH, span=None):
@@ -82,6 +79,10 @@ def _terminal_width():
 # hr posao/čvor, sr job/nod, ko 작업/노드) and were checked by translating them back into English.
 LABELS = {
     "en": {"who": "Who fixes it:", "you": "you", "site": "the site's admins (not something you can fix)",
+           "looks": "What it looks like in a log:", "why_long": "Why it happens:", "follows": "Often followed by:",
+           "read": "Read more:", "file": "Entry file:",
+           "site_long": "Your site's admins must fix this, not you; send them this report (`troubleshoot --json` "
+                        "output), the job ID and the node name.",
            "why": "Why:", "found": "Found:", "how": "How to fix it:", "evidence": "Evidence:",
            "more": "{n} more fixes: troubleshoot explain {id}   (or troubleshoot --full)",
            "one_more": "1 more fix: troubleshoot explain {id}   (or troubleshoot --full)",
@@ -91,6 +92,10 @@ LABELS = {
            "job": "Job ID", "node": "Node", "time": "Time", "log": "Log file", "diagnosis": "Diagnosis",
            "says": "The log says:", "ask": "Could you check the node, please?"},
     "hr": {"who": "Tko to rješava:", "you": "vi", "site": "administratori vašeg centra (ne možete to sami popraviti)",
+           "looks": "Kako to izgleda u logu:", "why_long": "Zašto se to događa:", "follows": "Često slijedi:",
+           "read": "Više o tome:", "file": "Datoteka unosa:",
+           "site_long": "Ovo moraju popraviti administratori vašeg centra, ne vi; pošaljite im ovaj izvještaj "
+                        "(izlaz `troubleshoot --json`), ID posla i ime čvora.",
            "why": "Zašto:", "found": "Pronađeno:", "how": "Kako popraviti:", "evidence": "Retci iz loga:",
            "more": "Ostala rješenja ({n}): troubleshoot explain {id}   (ili troubleshoot --full)",
            "one_more": "Ostala rješenja (1): troubleshoot explain {id}   (ili troubleshoot --full)",
@@ -100,6 +105,10 @@ LABELS = {
            "job": "ID posla", "node": "Čvor", "time": "Vrijeme", "log": "Log datoteka", "diagnosis": "Dijagnoza",
            "says": "U logu piše:", "ask": "Možete li, molim vas, provjeriti čvor?"},
     "sr": {"who": "Ko to rešava:", "you": "vi", "site": "administratori vašeg centra (ne možete sami da popravite)",
+           "looks": "Kako to izgleda u logu:", "why_long": "Zašto se to dešava:", "follows": "Često sledi:",
+           "read": "Više o tome:", "file": "Fajl unosa:",
+           "site_long": "Ovo moraju da poprave administratori vašeg centra, ne vi; pošaljite im ovaj izveštaj "
+                        "(izlaz `troubleshoot --json`), ID joba i ime noda.",
            "why": "Zašto:", "found": "Pronađeno:", "how": "Kako popraviti:", "evidence": "Linije iz loga:",
            "more": "Ostala rešenja ({n}): troubleshoot explain {id}   (ili troubleshoot --full)",
            "one_more": "Ostala rešenja (1): troubleshoot explain {id}   (ili troubleshoot --full)",
@@ -109,6 +118,10 @@ LABELS = {
            "job": "ID joba", "node": "Nod", "time": "Vreme", "log": "Log fajl", "diagnosis": "Dijagnoza",
            "says": "U logu piše:", "ask": "Možete li, molim vas, da proverite nod?"},
     "ko": {"who": "누가 고치나요:", "you": "사용자 본인", "site": "사이트 관리자 (사용자가 직접 고칠 수 없음)",
+           "looks": "로그에서 보이는 모습:", "why_long": "발생 원인:", "follows": "흔히 뒤따르는 오류:",
+           "read": "더 읽어보기:", "file": "항목 파일:",
+           "site_long": "사용자가 아니라 사이트 관리자가 고쳐야 합니다. 이 보고서(`troubleshoot --json` 출력), "
+                        "작업 ID, 노드 이름을 관리자에게 보내세요.",
            "why": "원인:", "found": "찾은 값:", "how": "해결 방법:", "evidence": "로그 근거:",
            "more": "다른 해결 방법 {n}개: troubleshoot explain {id}   (또는 troubleshoot --full)",
            "one_more": "다른 해결 방법 1개: troubleshoot explain {id}   (또는 troubleshoot --full)",
@@ -240,8 +253,8 @@ def human_full(diagnosis, style, lang="en"):
     lines.append(f"  {top.summary}")
     if top.refines:
         lines.append(style(f"  A finer case of: {', '.join(top.refines)}", "dim"))
-    if who_acts(top):
-        lines.append("  " + style(who_acts(top), "yellow", "bold"))
+    if who_acts(top, lang):
+        lines.append("  " + style(who_acts(top, lang), "yellow", "bold"))
     if top.values:
         lines.append("  Found: " + ", ".join(f"{k} = {v}" for k, v in top.values))
     lines.append("")
@@ -301,18 +314,18 @@ def explain(entry, site, lang="en", style=None):
     out = [style(f"{view.id}: {view.title}", "bold"), "", view.summary]
     if view.refines:
         out.append(style(f"A finer case of: {', '.join(view.refines)}", "dim"))
-    if who_acts(view):
-        out.append(style(who_acts(view), "yellow", "bold"))
-    out += ["", style("What it looks like in a log:", "bold")]
+    if who_acts(view, lang):
+        out.append(style(who_acts(view, lang), "yellow", "bold"))
+    out += ["", style(label(lang, "looks"), "bold")]
     out += [f"  {p}" for p in entry.phrases] or [f"  /{s.pattern}/" for s in entry.signatures]
-    out += ["", style("Why it happens:", "bold")] + [f"  - {c}" for c in view.causes]
-    out += ["", style("How to fix it:", "bold")]
+    out += ["", style(label(lang, "why_long"), "bold")] + [f"  - {c}" for c in view.causes]
+    out += ["", style(label(lang, "how"), "bold")]
     out += render_fixes(view.fixes, style)
     if view.leads_to:
-        out += ["", f"Often followed by: {', '.join(view.leads_to)}"]
+        out += ["", f"{label(lang, 'follows')} {', '.join(view.leads_to)}"]
     if view.references:
-        out += ["", style("Read more:", "bold")] + [f"  {title}: {url}" for title, url in view.references]
-    out += ["", style(f"Entry file: {entry.path}", "dim")]
+        out += ["", style(label(lang, "read"), "bold")] + [f"  {title}: {url}" for title, url in view.references]
+    out += ["", style(f"{label(lang, 'file')} {entry.path}", "dim")]
     return "\n".join(out)
 
 
