@@ -36,6 +36,7 @@ def test_one_line_oom_fits_a_screen_and_points_to_the_rest(kb):
     d = diagnose_text(OOM, kb)
     short = human(d, Style(False), width=100)
     full = human(d, Style(False), full=True)
+    assert len(human(d, Style(False), width=80).splitlines()) <= 45    # a classic 80-column terminal
     lines = short.splitlines()
     assert len(lines) <= 45, short
     assert lines[0].endswith("[cuda-oom, confidence 99%]") or "cuda-oom" in lines[0]

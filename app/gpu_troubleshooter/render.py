@@ -184,6 +184,14 @@ def site_fix(view, diagnosis, lang="en"):
     return FixView(title=title, text="", code=None, held=True, scheduler=None), helpdesk_message(view, diagnosis, lang)
 
 
+def _wrapped(head, text, width):
+    """`head text` as lines of at most `width` columns (the head may carry colour codes)."""
+    body = textwrap.wrap(text, width, initial_indent="  " + "x" * len(re.sub(r"\x1b\[[0-9;]*m", "", head)) + " ",
+                         subsequent_indent="    ", break_on_hyphens=False) or [""]
+    first = body[0][len(re.sub(r"\x1b\[[0-9;]*m", "", head)) + 3:]
+    return [f"  {head} {first}"] + body[1:]
+
+
 def human(diagnosis, style, lang="en", full=False, width=None):
     """The first screen by default (title, who acts, why, the 1-3 chosen fixes, the evidence,
     what more there is); `full` prints every fix, cause and finding."""
@@ -198,9 +206,10 @@ def human(diagnosis, style, lang="en", full=False, width=None):
     lines.append(f"{style(diagnosis.source, 'bold')}: {style(top.title, 'red', 'bold')}  {tag}")
     who = label(lang, "site") if top.actor == "site" else label(lang, "you")
     lines.append(f"  {style(label(lang, 'who'), 'bold')} {style(who, 'yellow', 'bold') if top.actor == 'site' else who}")
-    lines.append(f"  {style(label(lang, 'why'), 'bold')} {why_line(top)}")
+    wrap = max(width - 2, 40)
+    lines += _wrapped(style(label(lang, "why"), "bold"), why_line(top), wrap)
     if top.values:
-        lines.append(f"  {label(lang, 'found')} " + ", ".join(f"{k} = {v}" for k, v in top.values))
+        lines += _wrapped(label(lang, "found"), ", ".join(f"{k} = {v}" for k, v in top.values), wrap)
     lines.append("")
     lines.append(style(f"  {label(lang, 'how')}", "bold"))
     fixes = short_fixes(top)
