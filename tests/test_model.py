@@ -119,8 +119,11 @@ def test_json_and_human_output_show_who_acts_refines_and_held(isolated):
     assert [(f["title"], f["held"]) for f in top["fixes"]][:2] == [("Big request", True), ("On Slurm", True)]
     assert [f["title"] for f in top["fixes"] if f["held"] is False] == ["On PBS", "Small request"]
     assert doc["scheduler"] == "slurm" and top["fixes"][1]["scheduler"] == "slurm"
-    out = human(d, Style(False))
+    out = human(d, Style(False), full=True)
     assert "Your site's admins must fix this" in out and "A finer case of: broad" in out
+    short = human(d, Style(False))     # the first screen: a site failure leads with the helpdesk message
+    assert "Who fixes it: the site's admins" in short and "1. Send this message to" in short
+    assert "On PBS" not in short and "Small request" not in short and "2. Big request" in short
     assert "5. On PBS  (PBS jobs; probably not for this job)" in out and "1. Big request\n" in out
     assert "Your site's admins must fix this" in explain(kb.get("quirk"), kb.site)
 

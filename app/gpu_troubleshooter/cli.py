@@ -39,6 +39,16 @@ def _use_colour(choice, stream):
     return stream.isatty()
 
 
+def _language(asked):
+    """The language to answer in: --lang, else LC_ALL / LC_MESSAGES / LANG (as gettext reads
+    them), negotiated with Babel against the translated languages; English costs no import."""
+    wanted = asked or next((os.environ[k] for k in ("LC_ALL", "LC_MESSAGES", "LANG") if os.environ.get(k)), "")
+    if not wanted or wanted.split("_")[0].split("-")[0].split(".")[0].lower() in ("en", "c", "posix"):
+        return "en"
+    from .i18n import negotiate
+    return negotiate(wanted)
+
+
 def _load_kb(extra_dirs):
     from .knowledge import load_knowledge_base
     kb = load_knowledge_base(extra_dirs)
@@ -79,7 +89,10 @@ def diagnose_parser():
     p.add_argument("--json", action="store_true", help="one JSON object per file on stdout (schema 1)")
     p.add_argument("--kb", action="append", default=[], metavar="DIR", help="extra knowledge-base folder (adds or overrides entries)")
     p.add_argument("--color", choices=("auto", "always", "never"), default="auto")
-    p.add_argument("--lang", default="en", help="language of causes and fixes where entries have it (default en)")
+    p.add_argument("--lang", default=None, metavar="LANG",
+                   help="language of titles, causes and fixes: en, hr, sr, ko (default: from LANG/LC_MESSAGES; "
+                        "untranslated text stays English)")
+    p.add_argument("--full", action="store_true", help="print every fix, cause and finding, not the short first screen")
     where = p.add_mutually_exclusive_group()
     where.add_argument("--facts", metavar="FILE", help="facts JSON from `troubleshoot probe --json`, to confirm or rule out findings")
     where.add_argument("--probe", action="store_true", help="run the node probe here first and use its facts (like --facts)")
@@ -104,6 +117,7 @@ def run_diagnose(argv):
     from .findings import JSON_SCHEMA_VERSION
     from .render import Style, as_json, human
     style = Style(_use_colour(args.color, sys.stdout))
+    lang = _language(args.lang)
     status = EXIT_CLEAN
     files = _expand(args.files)
     for n, path in enumerate(files):
@@ -116,11 +130,11 @@ def run_diagnose(argv):
             status = EXIT_ERROR
             continue
         if args.json:
-            print(as_json(diagnosis.to_dict(args.lang)))
+            print(as_json(diagnosis.to_dict(lang)))
         else:
             if n:
                 print()
-            print(human(diagnosis, style, args.lang))
+            print(human(diagnosis, style, lang, full=args.full))
         if diagnosis.findings and status != EXIT_ERROR:
             status = EXIT_FOUND
     return status
@@ -182,7 +196,7 @@ def run_explain(argv):
     p = argparse.ArgumentParser(prog="troubleshoot explain", description="Show one knowledge-base entry: causes and fixes.")
     p.add_argument("id")
     p.add_argument("--kb", action="append", default=[], metavar="DIR")
-    p.add_argument("--lang", default="en")
+    p.add_argument("--lang", default=None, help="en, hr, sr or ko (default: from LANG/LC_MESSAGES)")
     args = p.parse_args(argv)
     try:
         kb = _load_kb(args.kb)
@@ -197,7 +211,7 @@ def run_explain(argv):
         print(f"troubleshoot: no entry '{args.id}'.{hint} `troubleshoot kb list` lists them.", file=sys.stderr)
         return EXIT_ERROR
     from .render import Style, explain
-    print(explain(entry, kb.site, args.lang, Style(_use_colour("auto", sys.stdout))))
+    print(explain(entry, kb.site, _language(args.lang), Style(_use_colour("auto", sys.stdout))))
     return 0
 
 

@@ -64,6 +64,7 @@ class Diagnosis:
             "lines": self.lines,
             "bytes": self.bytes,
             "scheduler": self.scheduler,
+            "lang": lang,
             "findings": [v.to_dict() for v in self.views(lang)],
             "facts": self.facts,
             "key_lines": [k.to_dict() for k in self.key_lines],

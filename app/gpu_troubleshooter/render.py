@@ -3,6 +3,7 @@
 Both lay out view.FindingView; what to show (texts, chosen fixes) is decided there.
 """
 import json
+import re
 import textwrap
 
 from .view import entry_view
@@ -26,10 +27,10 @@ def _indent(text, prefix):
     return textwrap.indent(text, prefix, lambda line: True)
 
 
-def render_fixes(fixes, style, indent="  "):
+def render_fixes(fixes, style, indent="  ", start=1):
     """Numbered fixes (view.FixView), in the order chosen for this job."""
     out = []
-    for n, fix in enumerate(fixes, 1):
+    for n, fix in enumerate(fixes, start):
         notes = []
         if fix.scheduler:
             notes.append(f"{SCHEDULER_NAMES.get(fix.scheduler, fix.scheduler)} jobs")
@@ -45,19 +46,202 @@ def render_fixes(fixes, style, indent="  "):
     return out
 
 
-def who_acts(view):
+def who_acts(view, lang="en"):
     """One line saying who must act, when it is not the user."""
-    if view.actor == "site":
-        return ("Your site's admins must fix this, not you; send them this report (`troubleshoot --json` output), "
-                "the job ID and the node name.")
-    return ""
+    return label(lang, "site_long") if view.actor == "site" else ""
 
 
-def _clip(text, width=EVIDENCE_WIDTH):
-    return text if len(text) <= width else text[:width - 1] + "…"
+def _clip(text, width=EVIDENCE_WIDTH, span=None):
+    """A line cut to `width` around the part that matched, with an ellipsis on each cut side."""
+    if len(text) <= width:
+        return text
+    width = max(width, 20)
+    start, end = span if span else (0, 0)
+    if end - start >= width - 2:         # the match alone is too wide: show its start
+        end = start + width - 2
+    room = width - (end - start)
+    left = max(0, start - room // 2)
+    right = min(len(text), left + width)
+    left = max(0, right - width)
+    if left > 0:
+        left += 1
+    if right < len(text):
+        right -= 1
+    return ("…" if left > 0 else "") + text[left:right] + ("…" if right < len(text) else "")
 
 
-def human(diagnosis, style, lang="en"):
+def _terminal_width():
+    import shutil
+    return shutil.get_terminal_size((100, 24)).columns
+
+
+# The first screen's own words. The translations follow the seed guides' terms (docs/translations.md:
+# hr posao/čvor, sr job/nod, ko 작업/노드) and were checked by translating them back into English.
+LABELS = {
+    "en": {"who": "Who fixes it:", "you": "you", "site": "the site's admins (not something you can fix)",
+           "looks": "What it looks like in a log:", "why_long": "Why it happens:", "follows": "Often followed by:",
+           "read": "Read more:", "file": "Entry file:",
+           "site_long": "Your site's admins must fix this, not you; send them this report (`troubleshoot --json` "
+                        "output), the job ID and the node name.",
+           "why": "Why:", "found": "Found:", "how": "How to fix it:", "evidence": "Evidence:",
+           "more": "{n} more fixes: troubleshoot explain {id}   (or troubleshoot --full)",
+           "one_more": "1 more fix: troubleshoot explain {id}   (or troubleshoot --full)",
+           "also": "Also found:", "send": "Send this message to {to}", "unknown": "unknown",
+           "subject": "Subject: {title} (job {job})",
+           "hello": "Hello, my job failed with a problem on the node side that I cannot fix myself.",
+           "job": "Job ID", "node": "Node", "time": "Time", "log": "Log file", "diagnosis": "Diagnosis",
+           "says": "The log says:", "ask": "Could you check the node, please?"},
+    "hr": {"who": "Tko to rješava:", "you": "vi", "site": "administratori vašeg centra (ne možete to sami popraviti)",
+           "looks": "Kako to izgleda u logu:", "why_long": "Zašto se to događa:", "follows": "Često slijedi:",
+           "read": "Više o tome:", "file": "Datoteka unosa:",
+           "site_long": "Ovo moraju popraviti administratori vašeg centra, ne vi; pošaljite im ovaj izvještaj "
+                        "(izlaz `troubleshoot --json`), ID posla i ime čvora.",
+           "why": "Zašto:", "found": "Pronađeno:", "how": "Kako popraviti:", "evidence": "Retci iz loga:",
+           "more": "Ostala rješenja ({n}): troubleshoot explain {id}   (ili troubleshoot --full)",
+           "one_more": "Ostala rješenja (1): troubleshoot explain {id}   (ili troubleshoot --full)",
+           "also": "Pronađeno i:", "send": "Pošaljite ovu poruku podršci ({to})", "unknown": "nepoznato",
+           "subject": "Predmet: {title} (posao {job})",
+           "hello": "Pozdrav, moj posao je prekinut zbog problema na čvoru koji ne mogu sam riješiti.",
+           "job": "ID posla", "node": "Čvor", "time": "Vrijeme", "log": "Log datoteka", "diagnosis": "Dijagnoza",
+           "says": "U logu piše:", "ask": "Možete li, molim vas, provjeriti čvor?"},
+    "sr": {"who": "Ko to rešava:", "you": "vi", "site": "administratori vašeg centra (ne možete sami da popravite)",
+           "looks": "Kako to izgleda u logu:", "why_long": "Zašto se to dešava:", "follows": "Često sledi:",
+           "read": "Više o tome:", "file": "Fajl unosa:",
+           "site_long": "Ovo moraju da poprave administratori vašeg centra, ne vi; pošaljite im ovaj izveštaj "
+                        "(izlaz `troubleshoot --json`), ID joba i ime noda.",
+           "why": "Zašto:", "found": "Pronađeno:", "how": "Kako popraviti:", "evidence": "Linije iz loga:",
+           "more": "Ostala rešenja ({n}): troubleshoot explain {id}   (ili troubleshoot --full)",
+           "one_more": "Ostala rešenja (1): troubleshoot explain {id}   (ili troubleshoot --full)",
+           "also": "Pronađeno i:", "send": "Pošaljite ovu poruku podršci ({to})", "unknown": "nepoznato",
+           "subject": "Naslov: {title} (job {job})",
+           "hello": "Pozdrav, moj job je prekinut zbog problema na nodu koji ne mogu sam da rešim.",
+           "job": "ID joba", "node": "Nod", "time": "Vreme", "log": "Log fajl", "diagnosis": "Dijagnoza",
+           "says": "U logu piše:", "ask": "Možete li, molim vas, da proverite nod?"},
+    "ko": {"who": "누가 고치나요:", "you": "사용자 본인", "site": "사이트 관리자 (사용자가 직접 고칠 수 없음)",
+           "looks": "로그에서 보이는 모습:", "why_long": "발생 원인:", "follows": "흔히 뒤따르는 오류:",
+           "read": "더 읽어보기:", "file": "항목 파일:",
+           "site_long": "사용자가 아니라 사이트 관리자가 고쳐야 합니다. 이 보고서(`troubleshoot --json` 출력), "
+                        "작업 ID, 노드 이름을 관리자에게 보내세요.",
+           "why": "원인:", "found": "찾은 값:", "how": "해결 방법:", "evidence": "로그 근거:",
+           "more": "다른 해결 방법 {n}개: troubleshoot explain {id}   (또는 troubleshoot --full)",
+           "one_more": "다른 해결 방법 1개: troubleshoot explain {id}   (또는 troubleshoot --full)",
+           "also": "함께 발견됨:", "send": "이 메시지를 헬프데스크에 보내세요 ({to})", "unknown": "알 수 없음",
+           "subject": "제목: {title} (작업 {job})",
+           "hello": "안녕하세요. 제가 직접 고칠 수 없는 노드 쪽 문제로 작업이 실패했습니다.",
+           "job": "작업 ID", "node": "노드", "time": "시간", "log": "로그 파일", "diagnosis": "진단",
+           "says": "로그 내용:", "ask": "노드를 확인해 주시겠습니까?"},
+}
+
+
+def label(lang, key):
+    return LABELS.get(lang, LABELS["en"]).get(key) or LABELS["en"][key]
+
+
+SHORT_FIXES = 3
+
+
+def short_fixes(view):
+    """The fixes of the first screen: the first 1-3 whose condition does not fail (view order)."""
+    return tuple(f for f in view.fixes if f.held is not False)[:SHORT_FIXES]
+
+
+def why_line(view):
+    """One line of why: the first sentence of the first cause, else of the summary."""
+    text = " ".join((view.causes[0] if view.causes else view.summary).split())
+    cut = re.search(r"(?<=[.!?。])\s", text)
+    return text[:cut.start()] if cut else text
+
+
+def helpdesk_message(view, diagnosis, lang="en"):
+    """A ready-to-send message for a site-side failure: job id, node, time and evidence filled in
+    from the log's values and the facts; "unknown" where neither says. In the reader's language."""
+    values = dict(view.values)
+    facts = diagnosis.facts or {}
+    unknown = label(lang, "unknown")
+
+    def pick(*names):
+        for n in names:
+            v = values.get(n) or facts.get(n)
+            if v not in (None, ""):
+                return str(v)
+        return unknown
+
+    job = pick("job_id", "jobid", "scheduler.job_id")
+    node = pick("node", "hostname", "host", "host.name", "node.name")
+    when = pick("time", "timestamp", "date")
+    evidence = "\n".join(f"  line {e.line}: {e.text}" if e.line else f"  {e.text}" for e in view.evidence[:5])
+    return "\n".join([
+        label(lang, "subject").format(title=view.title, job=job), "",
+        label(lang, "hello"),
+        f"  {label(lang, 'job')}: {job}", f"  {label(lang, 'node')}: {node}", f"  {label(lang, 'time')}: {when}",
+        f"  {label(lang, 'log')}: {diagnosis.source}", f"  {label(lang, 'diagnosis')}: {view.id} (troubleshoot)",
+        label(lang, "says"), evidence, label(lang, "ask")])
+
+
+def site_fix(view, diagnosis, lang="en"):
+    from .view import FixView
+    title = label(lang, "send").format(to=_helpdesk(diagnosis.site))
+    return FixView(title=title, text="", code=None, held=True, scheduler=None), helpdesk_message(view, diagnosis, lang)
+
+
+def _wrapped(head, text, width):
+    """`head text` as lines of at most `width` columns (the head may carry colour codes)."""
+    body = textwrap.wrap(text, width, initial_indent="  " + "x" * len(re.sub(r"\x1b\[[0-9;]*m", "", head)) + " ",
+                         subsequent_indent="    ", break_on_hyphens=False) or [""]
+    first = body[0][len(re.sub(r"\x1b\[[0-9;]*m", "", head)) + 3:]
+    return [f"  {head} {first}"] + body[1:]
+
+
+def human(diagnosis, style, lang="en", full=False, width=None):
+    """The first screen by default (title, who acts, why, the 1-3 chosen fixes, the evidence,
+    what more there is); `full` prints every fix, cause and finding."""
+    if full:
+        return human_full(diagnosis, style, lang)
+    if not diagnosis.findings:
+        return human_full(diagnosis, style, lang)
+    width = width or _terminal_width()
+    top, *others = diagnosis.views(lang)
+    lines = []
+    tag = style(f"[{top.id}, confidence {top.confidence:.0%}]", "dim")
+    lines.append(f"{style(diagnosis.source, 'bold')}: {style(top.title, 'red', 'bold')}  {tag}")
+    who = label(lang, "site") if top.actor == "site" else label(lang, "you")
+    lines.append(f"  {style(label(lang, 'who'), 'bold')} {style(who, 'yellow', 'bold') if top.actor == 'site' else who}")
+    wrap = max(width - 2, 40)
+    lines += _wrapped(style(label(lang, "why"), "bold"), why_line(top), wrap)
+    if top.values:
+        lines += _wrapped(label(lang, "found"), ", ".join(f"{k} = {v}" for k, v in top.values), wrap)
+    lines.append("")
+    lines.append(style(f"  {label(lang, 'how')}", "bold"))
+    fixes = short_fixes(top)
+    if top.actor == "site":
+        fix, message = site_fix(top, diagnosis, lang)
+        lines.append(f"  {style('1. ' + fix.title, 'bold')}")
+        lines.append(_indent(style(message, "cyan"), "       "))
+        lines += render_fixes(fixes[:SHORT_FIXES - 1], style, "  ", start=2)
+        fixes = fixes[:SHORT_FIXES - 1]
+    else:
+        lines += render_fixes(fixes, style, "  ")
+    lines.append("")
+    lines.append(style(f"  {label(lang, 'evidence')}", "bold"))
+    num = len(str(max((e.line for e in top.evidence), default=0)))
+    room = max(width - num - 5, 20)
+    for e in top.evidence:
+        where = f"{e.line:>{num}}" if e.line else "fact".rjust(num)
+        lines.append(f"  {style(where, 'dim')} | {_clip(e.text, room, e.span)}")
+    more = len(top.fixes) - len(fixes)
+    lines.append("")
+    if more > 0:
+        lines.append(style("  " + label(lang, "more" if more != 1 else "one_more").format(n=more, id=top.id), "dim"))
+    for v in others[:3]:
+        first = v.evidence[0] if v.evidence else None
+        where = f" (line {first.line})" if first and first.line else ""
+        lines.append(f"  {label(lang, 'also')} {v.title}{where}  (troubleshoot explain {v.id})")
+    if len(others) > 3:
+        lines.append(style(f"  ... and {len(others) - 3} more findings: troubleshoot --full", "dim"))
+    return "\n".join(lines).rstrip("\n")
+
+
+def human_full(diagnosis, style, lang="en"):
     """The fix first, then the evidence with line numbers."""
     lines = []
     if not diagnosis.findings:
@@ -78,8 +262,8 @@ def human(diagnosis, style, lang="en"):
     lines.append(f"  {top.summary}")
     if top.refines:
         lines.append(style(f"  A finer case of: {', '.join(top.refines)}", "dim"))
-    if who_acts(top):
-        lines.append("  " + style(who_acts(top), "yellow", "bold"))
+    if who_acts(top, lang):
+        lines.append("  " + style(who_acts(top, lang), "yellow", "bold"))
     if top.values:
         lines.append("  Found: " + ", ".join(f"{k} = {v}" for k, v in top.values))
     lines.append("")
@@ -139,18 +323,18 @@ def explain(entry, site, lang="en", style=None):
     out = [style(f"{view.id}: {view.title}", "bold"), "", view.summary]
     if view.refines:
         out.append(style(f"A finer case of: {', '.join(view.refines)}", "dim"))
-    if who_acts(view):
-        out.append(style(who_acts(view), "yellow", "bold"))
-    out += ["", style("What it looks like in a log:", "bold")]
+    if who_acts(view, lang):
+        out.append(style(who_acts(view, lang), "yellow", "bold"))
+    out += ["", style(label(lang, "looks"), "bold")]
     out += [f"  {p}" for p in entry.phrases] or [f"  /{s.pattern}/" for s in entry.signatures]
-    out += ["", style("Why it happens:", "bold")] + [f"  - {c}" for c in view.causes]
-    out += ["", style("How to fix it:", "bold")]
+    out += ["", style(label(lang, "why_long"), "bold")] + [f"  - {c}" for c in view.causes]
+    out += ["", style(label(lang, "how"), "bold")]
     out += render_fixes(view.fixes, style)
     if view.leads_to:
-        out += ["", f"Often followed by: {', '.join(view.leads_to)}"]
+        out += ["", f"{label(lang, 'follows')} {', '.join(view.leads_to)}"]
     if view.references:
-        out += ["", style("Read more:", "bold")] + [f"  {title}: {url}" for title, url in view.references]
-    out += ["", style(f"Entry file: {entry.path}", "dim")]
+        out += ["", style(label(lang, "read"), "bold")] + [f"  {title}: {url}" for title, url in view.references]
+    out += ["", style(f"{label(lang, 'file')} {entry.path}", "dim")]
     return "\n".join(out)
 
 

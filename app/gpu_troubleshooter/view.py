@@ -8,6 +8,7 @@ knowledge model or decides what to show.
 """
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Optional
@@ -46,6 +47,19 @@ class FixView:
 class EvidenceView:
     line: int                     # 1-based; 0 for a fact
     text: str
+    span: Optional[tuple[int, int]] = None   # where the entry's signature matched, to clip around it
+
+
+def _span(entry: Entry, text: str) -> Optional[tuple[int, int]]:
+    """The first signature match in an evidence line (the engine does not report it yet)."""
+    for sig in entry.signatures:
+        try:
+            m = re.search(sig.pattern, text, 0 if sig.case_sensitive else re.IGNORECASE)
+        except re.error:
+            continue
+        if m and m.end() > m.start():
+            return (m.start(), m.end())
+    return None
 
 
 @dataclass(frozen=True)
@@ -96,6 +110,9 @@ def entry_view(entry: Entry, lang: str = "en", site: Optional[Mapping[str, Any]]
                ruled_out_by: tuple[str, ...] = ()) -> FindingView:
     """The view of one entry; with no log, `values` and `evidence` are empty."""
     site = site or {}
+    if lang != "en":
+        from .i18n import localise_entry  # only for a translated language: English never loads it
+        entry = localise_entry(entry, lang)
     fixes = tuple(
         FixView(title=_fill(fix.title, lang, site, values),
                 text=_fill(fix.text, lang, site, values).strip(),
@@ -113,7 +130,7 @@ def entry_view(entry: Entry, lang: str = "en", site: Optional[Mapping[str, Any]]
         confidence=confidence,
         causes=tuple(c.get(lang) for c in entry.causes),
         fixes=fixes,
-        evidence=evidence,
+        evidence=tuple(EvidenceView(e.line, e.text, e.span or (_span(entry, e.text) if len(e.text) > 80 else None)) for e in evidence),
         values=tuple(values.items()),
         confirmed_by=confirmed_by,
         ruled_out_by=ruled_out_by,

@@ -136,3 +136,22 @@ def test_feedback_grouping_and_draft_in_the_browser(live_server, tmp_path):
         page.goto(live_server + "/staff/figures")
         assert "#1: 1" in page.locator("body").inner_text()
         browser.close()
+
+
+def test_first_fix_visible_on_a_phone_without_scrolling(live_server):
+    """Issue 9: on a 390 x 844 phone the first fix (its title and the start of its text) is on the
+    first screen of the result page."""
+    from playwright.sync_api import sync_playwright
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=_chromium(), args=ARGS)
+        page = browser.new_page(viewport={"width": 390, "height": 844}, is_mobile=True)
+        page.goto(live_server + "/")
+        page.get_by_label("Paste the log").fill(OOM_LOG)
+        page.get_by_role("button", name="Diagnose").click()
+        page.wait_for_url("**/s/*")
+        first = page.locator(".finding .fixes > li").first
+        box = first.locator("h4").bounding_box()
+        assert box is not None and box["y"] >= 0 and box["y"] + box["height"] <= 844, box
+        assert box["x"] >= 0 and box["x"] + box["width"] <= 390, box
+        assert page.evaluate("window.scrollY") == 0
+        browser.close()

@@ -30,8 +30,98 @@ def percent(x):
     return f"{round(float(x or 0) * 100)}%"
 
 
+LANG_COOKIE = "lang"
+LANG_NAMES = (("en", "English"), ("hr", "Hrvatski"), ("sr", "Srpski"), ("ko", "한국어"))
+
+
+def ui_lang():
+    """The reader's language: ?lang= (then kept in a cookie), else the cookie, else Accept-Language
+    negotiated with Babel (i18n.negotiate); English when none of hr/sr/ko fits."""
+    from flask import g, request
+
+    from ..i18n import LANGUAGES, negotiate
+    if "ui_lang" not in g:
+        asked = request.args.get("lang", "")
+        if asked in LANGUAGES:
+            g.ui_lang_set = asked
+            g.ui_lang = asked
+        elif request.cookies.get(LANG_COOKIE) in LANGUAGES:
+            g.ui_lang = request.cookies[LANG_COOKIE]
+        else:
+            g.ui_lang = negotiate(request.headers.get("Accept-Language", "")) if request.headers.get(
+                "Accept-Language") else "en"
+    return g.ui_lang
+
+
+def lang_url(lang):
+    """This page's URL in another language (the other query arguments kept)."""
+    from flask import request
+    args = request.args.to_dict()
+    args["lang"] = lang
+    from urllib.parse import urlencode
+    return f"{request.path}?{urlencode(args)}"
+
+
+def _remember_lang(response):
+    from flask import g
+    chosen = g.get("ui_lang_set")
+    if chosen:
+        response.set_cookie(LANG_COOKIE, chosen, max_age=365 * 24 * 3600, samesite="Lax", httponly=True)
+    return response
+
+
+def localise_diagnosis(d):
+    """A stored diagnosis dict with each finding's prose in the reader's language: the view is
+    rebuilt from the entry with the finding's own values, so fixes keep their order and `held`;
+    evidence, values, ids and code are the stored ones. English, or an entry no longer in the
+    knowledge base, is returned as stored."""
+    lang = ui_lang()
+    if lang == "en" or not isinstance(d, dict) or not d.get("findings"):
+        return d
+    from ..view import entry_view
+    from .service import knowledge_base
+    kb = knowledge_base()
+    site = getattr(kb, "site", {}) or {}
+    findings = []
+    for f in d["findings"]:
+        entry = kb.get(f.get("id", ""))
+        if entry is None:
+            findings.append(f)
+            continue
+        values = {k: str(v) for k, v in (f.get("values") or {}).items() if v is not None}
+        v = entry_view(entry, lang, site, values, d.get("facts"), d.get("scheduler")).to_dict()
+        findings.append({**f, "title": v["title"], "summary": v["summary"], "causes": v["causes"],
+                         "fixes": v["fixes"] if len(v["fixes"]) == len(f.get("fixes") or ()) else f.get("fixes"),
+                         "references": v["references"]})
+    return {**d, "findings": findings, "lang": lang}
+
+
+def localise_entry(e):
+    """A knowledge-base entry dict (kbview.entry_dict) in the reader's language."""
+    lang = ui_lang()
+    if lang == "en" or not isinstance(e, dict):
+        return e
+    from .kbview import entry_dict
+    from .service import knowledge_base
+    kb = knowledge_base()
+    entry = kb.get(e.get("id", ""))
+    return entry_dict(entry, getattr(kb, "site", {}), lang) if entry is not None else e
+
+
+def short_fixes(fixes, n=3):
+    """(number, fix) pairs split into the first screen's 1-3 chosen fixes and the rest, numbered
+    as in the JSON; a fix whose condition failed never makes the first screen."""
+    numbered = list(enumerate(fixes or [], 1))
+    first = [p for p in numbered if p[1].get("held") is not False][:n]
+    rest = [p for p in numbered if p not in first]
+    return first, rest
+
+
 def init_app(app):
     app.jinja_env.filters.update(t=_text, bytes=human_bytes, when=when, percent=percent,
-                                 status_label=lambda s: STATUS_LABELS.get(s, s))
+                                 status_label=lambda s: STATUS_LABELS.get(s, s),
+                                 localise=localise_diagnosis, localise_entry=localise_entry)
+    app.jinja_env.globals.update(ui_lang=ui_lang, lang_url=lang_url, lang_names=LANG_NAMES, short_fixes=short_fixes)
+    app.after_request(_remember_lang)
     from .auth import current_staff
     app.jinja_env.globals.update(current_staff=current_staff, status_labels=STATUS_LABELS)
