@@ -52,7 +52,7 @@ def test_paste_read_fix_share_and_triage(live_server):
         page.get_by_label("Paste the log").fill(OOM_LOG + "<script>window.pwned=1</script>\n")
         page.get_by_role("button", name="Diagnose").click()
         page.wait_for_url("**/s/*")
-        page.get_by_role("heading", name="Demo GPU out of memory").wait_for(state=\"visible\", timeout=15_000)
+        page.get_by_role("heading", name="Demo GPU out of memory").wait_for(state="visible", timeout=15_000)
         assert "#SBATCH --partition=demo-gpu" in page.locator(".fixes code").first.inner_text()
         assert "CUDA out of memory" in page.locator("mark").first.inner_text()
         assert page.evaluate("window.pwned") is None  # the <script> in the log stayed text
@@ -61,10 +61,10 @@ def test_paste_read_fix_share_and_triage(live_server):
 
         other = browser.new_context().new_page()  # someone else follows the link
         other.goto(share)
-        other.get_by_role("heading", name="Demo GPU out of memory").wait_for(state=\"visible\", timeout=15_000)
+        other.get_by_role("heading", name="Demo GPU out of memory").wait_for(state="visible", timeout=15_000)
         other.get_by_label("Message (optional)").fill("my job keeps dying")
         other.get_by_role("button", name="Send to the helpdesk").click()
-        other.get_by_text("Sent to the helpdesk").first.wait_for(state=\"visible\", timeout=15_000)
+        other.get_by_text("Sent to the helpdesk").first.wait_for(state="visible", timeout=15_000)
 
         page.goto(live_server + "/staff/")
         page.get_by_label("Name").fill("alice")
@@ -76,8 +76,8 @@ def test_paste_read_fix_share_and_triage(live_server):
         page.get_by_label("Assignee").select_option(label="alice")
         page.get_by_label("Internal note (not shown to the user)").fill("asked for the job script")
         page.get_by_role("button", name="Save").click()
-        page.get_by_text("Ticket updated.").wait_for(state=\"visible\", timeout=15_000)
-        page.get_by_text("asked for the job script").wait_for(state=\"visible\", timeout=15_000)
+        page.get_by_text("Ticket updated.").wait_for(state="visible", timeout=15_000)
+        page.get_by_text("asked for the job script").wait_for(state="visible", timeout=15_000)
         page.goto(live_server + "/staff/?status=all")
         assert page.locator("td .status").first.inner_text() == "In progress"
         page.screenshot(path=str(shots / "triage.png"), full_page=True)
@@ -110,7 +110,7 @@ def test_feedback_grouping_and_draft_in_the_browser(live_server, tmp_path):
         page.get_by_label("This is not what happened").check()
         page.get_by_label("Comment (optional; secrets are removed before it is stored)").fill("data was corrupt")
         page.get_by_role("button", name="Send feedback").click()
-        page.get_by_text("Thank you").first.wait_for(state=\"visible\", timeout=15_000)
+        page.get_by_text("Thank you").first.wait_for(state="visible", timeout=15_000)
 
         page.goto(live_server + "/")
         page.get_by_label("Paste the log").fill(OOM_LOG)
@@ -119,7 +119,7 @@ def test_feedback_grouping_and_draft_in_the_browser(live_server, tmp_path):
         page.get_by_label("Yes, it fixed it").check()
         page.get_by_label("Which fix did you apply? (number, optional)").fill("1")
         page.get_by_role("button", name="Send feedback").click()
-        page.get_by_text("Thank you").first.wait_for(state=\"visible\", timeout=15_000)
+        page.get_by_text("Thank you").first.wait_for(state="visible", timeout=15_000)
 
         page.goto(live_server + "/staff/login")
         page.get_by_label("Name").fill("alice")
@@ -131,7 +131,7 @@ def test_feedback_grouping_and_draft_in_the_browser(live_server, tmp_path):
         assert "2" in page.locator("table.groups td").nth(1).inner_text()
         links.first.click()
         page.get_by_role("button", name="Make a draft entry from this group").click()
-        page.get_by_text("Draft entry written to").wait_for(state=\"visible\", timeout=15_000)
+        page.get_by_text("Draft entry written to").wait_for(state="visible", timeout=15_000)
         page.screenshot(path=str(shots / "unknown-group.png"), full_page=True)
         page.goto(live_server + "/staff/figures")
         assert "#1: 1" in page.locator("body").inner_text()
