@@ -558,10 +558,23 @@ _BLOCK_LINES = 256
 _BLOCK_CHARS = 1 << 16
 
 
+def _block_gate() -> Callable[[str], object]:
+    """The gate for whole blocks: RE2 runs a literal alternation as a DFA, ~10x
+    faster than Python's re over 64 KiB (same pattern: escaped literals only)."""
+    try:
+        import re2  # google-re2, a base dependency
+        return re2.compile(_GATE.pattern).search
+    except Exception:  # no wheel for this platform: the same pattern in re
+        return _GATE.search
+
+
+_BLOCK_GATE = _block_gate()
+
+
 def _redact_block(redactor: "StreamRedactor", block: List[str]) -> Iterator[str]:
     if not redactor._in_key:
         text = "".join(block)
-        if "-----BEGIN" not in text and not _GATE.search(text.lower()):
+        if "-----BEGIN" not in text and not _BLOCK_GATE(text.lower()):
             return iter(block)
     return (redactor.redact_line(line) for line in block)
 
