@@ -71,12 +71,14 @@ def client(port, path, body, stop_at, latencies, errors, tokens):
         if resp.status not in OK:
             errors.append(resp.status)
             continue
-        latencies.append(time.perf_counter() - t0)
+        took = time.perf_counter() - t0
         if path.endswith("/submissions"):
             doc = json.loads(data)
             if doc["state"] == "error":  # stored, but the user got no diagnosis: an error too
                 errors.append("scan error")
+                continue
             tokens.append(doc["token"])
+        latencies.append(took)
     conn.close()
 
 
