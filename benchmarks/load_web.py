@@ -1,15 +1,22 @@
-"""Load benchmark: gunicorn on loopback, a threaded Python client POSTing a 50 KB log to /api/v1/diagnose.
+"""Load benchmark: gunicorn as in the Dockerfile on loopback, threaded clients on the same machine.
 
-    .venv/bin/python benchmarks/load_web.py [--seconds 15] [--concurrency 8] [--workers 2]
+    .venv/bin/python benchmarks/load_web.py [--endpoint submissions|diagnose] [--seconds 20]
+        [--concurrency 8 32] [--database URL]
 
-Bounded in time, talks only to 127.0.0.1. Prints requests/s and p50/p99 latency.
+gunicorn: 2 workers x 8 threads, gthread, migrations run once before it starts (as the
+Dockerfile). Every client POSTs a 50 KB failing log (a Slurm CUDA OOM at the end). Counts as
+an error: any status but 200/201/202 (429, 503 and 5xx included) and any connection error.
+Afterwards: submissions still "processing" in the database (stuck), and a sample of the created
+links read back (GET /api/v1/submissions/<token> must be 200 with a diagnosis). Bounded in
+time, talks only to 127.0.0.1. --database takes a PostgreSQL URL (an empty database; its
+tables are created); SQLite in a temp folder by default.
 """
 import argparse
 import http.client
+import json
 import os
 import random
 import socket
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -19,6 +26,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 OOM = (ROOT / "tests" / "web" / "data" / "slurm-oom.out").read_text()
+OK = {200, 201, 202}
 
 
 def make_log(size=50_000):
@@ -47,63 +55,121 @@ def wait_ready(port, deadline):
     return False
 
 
-def client(port, body, stop_at, latencies, errors):
+def client(port, path, body, stop_at, latencies, errors, tokens):
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
     while time.time() < stop_at:
         t0 = time.perf_counter()
         try:
-            conn.request("POST", "/api/v1/diagnose", body=body, headers={"Content-Type": "text/plain"})
+            conn.request("POST", path, body=body, headers={"Content-Type": "text/plain"})
             resp = conn.getresponse()
-            resp.read()
-            if resp.status != 200:
-                errors.append(resp.status)
-                continue
+            data = resp.read()
         except OSError as exc:
-            errors.append(str(exc))
+            errors.append(type(exc).__name__)
+            conn.close()
             conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
             continue
-        latencies.append(time.perf_counter() - t0)
+        if resp.status not in OK:
+            errors.append(resp.status)
+            continue
+        took = time.perf_counter() - t0
+        if path.endswith("/submissions"):
+            doc = json.loads(data)
+            if doc["state"] == "error":  # stored, but the user got no diagnosis: an error too
+                errors.append("scan error")
+                continue
+            tokens.append(doc["token"])
+        latencies.append(took)
+    conn.close()
+
+
+def pct(sorted_values, p):
+    if not sorted_values:
+        return float("nan")
+    return sorted_values[min(len(sorted_values) - 1, int(round(p / 100 * (len(sorted_values) - 1))))]
+
+
+def read_back(port, tokens, n=200):
+    """GET a sample of the created links: each must be 200 and hold a finished diagnosis."""
+    bad = 0
+    sample = random.Random(2).sample(tokens, min(n, len(tokens)))
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    for tok in sample:
+        conn.request("GET", f"/api/v1/submissions/{tok}")
+        resp = conn.getresponse()
+        data = resp.read()
+        if resp.status != 200 or json.loads(data).get("state") != "done" or not json.loads(data).get("diagnosis"):
+            bad += 1
+    return len(sample), bad
+
+
+def stuck_count(db_url):
+    from sqlalchemy import create_engine, text
+    engine = create_engine(db_url)
+    with engine.connect() as c:
+        counts = dict(c.execute(text("SELECT state, COUNT(*) FROM submission GROUP BY state")).all())
+    engine.dispose()
+    return counts
+
+
+def run_one(args, port, body, concurrency, db_url):
+    path = f"/api/v1/{args.endpoint}"
+    client(port, path, body, time.time() + 1, [], [], [])  # warm both workers' caches
+    latencies, errors, tokens = [], [], []
+    stop_at = time.time() + args.seconds
+    threads = [threading.Thread(target=client, args=(port, path, body, stop_at, latencies, errors, tokens))
+               for _ in range(concurrency)]
+    t0 = time.time()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    elapsed = time.time() - t0
+    latencies.sort()
+    load = os.getloadavg()
+    print(f"{args.endpoint}, {concurrency} clients, {elapsed:.1f} s, {db_url.split(':')[0]}, "
+          f"load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f} on {os.cpu_count()} CPUs")
+    codes = {}
+    for e in errors:
+        codes[e] = codes.get(e, 0) + 1
+    print(f"  ok {len(latencies)}, errors {len(errors)} {codes or ''}")
+    print(f"  throughput {len(latencies) / elapsed:.1f}/s, latency p50 {pct(latencies, 50) * 1000:.0f} ms, "
+          f"p99 {pct(latencies, 99) * 1000:.0f} ms, max {pct(latencies, 100) * 1000:.0f} ms")
+    if args.endpoint == "submissions":
+        time.sleep(1)
+        states = stuck_count(db_url)
+        sampled, bad = read_back(port, tokens)
+        print(f"  submissions by state {states}; stuck processing: {states.get('processing', 0)}; "
+              f"links read back: {sampled}, failing {bad}")
 
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--seconds", type=float, default=15)
-    ap.add_argument("--concurrency", type=int, default=8)
+    ap.add_argument("--endpoint", choices=["submissions", "diagnose"], default="submissions")
+    ap.add_argument("--seconds", type=float, default=20)
+    ap.add_argument("--concurrency", type=int, nargs="+", default=[8, 32])
     ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--threads", type=int, default=8)
+    ap.add_argument("--database", help="postgresql+psycopg://... (default: SQLite in a temp folder)")
     args = ap.parse_args()
     body, port = make_log(), free_port()
     tmp = tempfile.mkdtemp(prefix="load-web-")
-    env = {**os.environ, "DATABASE_URL": f"sqlite:///{tmp}/db.sqlite3", "TROUBLESHOOT_UPLOAD_DIR": f"{tmp}/up",
-           "SECRET_KEY": "bench", "RATELIMIT_ENABLED": "0"}
-    gunicorn = Path(sys.executable).with_name("gunicorn")
-    proc = subprocess.Popen([str(gunicorn), "--bind", f"127.0.0.1:{port}", "--workers", str(args.workers),
-                             "--threads", "4", "--worker-class", "gthread", "--preload", "--log-level", "warning",
-                             "gpu_troubleshooter.web.wsgi:app"], env=env, cwd=tmp)
+    db_url = args.database or f"sqlite:///{tmp}/db.sqlite3"
+    env = {**os.environ, "DATABASE_URL": db_url, "TROUBLESHOOT_UPLOAD_DIR": f"{tmp}/up",
+           "SECRET_KEY": "bench-" + "x" * 32, "RATELIMIT_ENABLED": "0"}
+    bindir = Path(sys.executable).parent
+    subprocess.run([str(bindir / "troubleshoot"), "db", "upgrade"], env=env, check=True, capture_output=True)
+    proc = subprocess.Popen([str(bindir / "gunicorn"), "--bind", f"127.0.0.1:{port}", "--workers", str(args.workers),
+                             "--threads", str(args.threads), "--worker-class", "gthread", "--timeout", "60",
+                             "--log-level", "warning", "gpu_troubleshooter.web.wsgi:app"], env=env, cwd=tmp)
     try:
-        if not wait_ready(port, time.time() + 60):
+        if not wait_ready(port, time.time() + 90):
             sys.exit("gunicorn did not start")
-        warm = []
-        client(port, body, time.time() + 1, warm, [])  # compile the KB, fill caches
-        latencies, errors = [], []
-        stop_at = time.time() + args.seconds
-        threads = [threading.Thread(target=client, args=(port, body, stop_at, latencies, errors))
-                   for _ in range(args.concurrency)]
-        t0 = time.time()
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
-        elapsed = time.time() - t0
+        print(f"log {len(body)} bytes; gunicorn {args.workers} workers x {args.threads} threads (gthread)")
+        for n in args.concurrency:
+            run_one(args, port, body, n, db_url)
     finally:
         proc.terminate()
         proc.wait(timeout=30)
-    latencies.sort()
-    q = statistics.quantiles(latencies, n=100) if len(latencies) > 1 else [0] * 99
-    print(f"log {len(body)} bytes, {args.workers} gunicorn workers x 4 threads, {args.concurrency} clients, "
-          f"{elapsed:.1f} s on {os.cpu_count()} CPUs")
-    print(f"requests: {len(latencies)} ok, {len(errors)} errors")
-    print(f"throughput: {len(latencies) / elapsed:.1f} requests/s")
-    print(f"latency: p50 {q[49] * 1000:.1f} ms, p99 {q[98] * 1000:.1f} ms")
 
 
 if __name__ == "__main__":

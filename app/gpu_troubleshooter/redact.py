@@ -34,7 +34,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Callable, Dict, Iterable, Iterator, Mapping, Optional, TextIO, Tuple
+from typing import Callable, Dict, Iterable, Iterator, List, Mapping, Optional, TextIO, Tuple
 
 __all__ = [
     "KINDS",
@@ -538,8 +538,45 @@ def redact_lines(lines: Iterable[str], counts: Optional[Dict[str, int]] = None) 
     redactor = StreamRedactor()
     if counts is not None:
         redactor.counts = counts
+    # Fast path: most log lines hold no hint of a secret. Lines are taken in blocks
+    # (at most _BLOCK_LINES lines / _BLOCK_CHARS characters); one gate search over the
+    # whole block clears it when no line can match (the gate is a set of literal hints:
+    # a hint in a line is a hint in the block). Otherwise each line goes the slow way.
+    block: List[str] = []
+    size = 0
     for line in lines:
-        yield redactor.redact_line(line)
+        block.append(line)
+        size += len(line)
+        if len(block) >= _BLOCK_LINES or size >= _BLOCK_CHARS:
+            yield from _redact_block(redactor, block)
+            block, size = [], 0
+    if block:
+        yield from _redact_block(redactor, block)
+
+
+_BLOCK_LINES = 256
+_BLOCK_CHARS = 1 << 16
+
+
+def _block_gate() -> Callable[[str], object]:
+    """The gate for whole blocks: RE2 runs a literal alternation as a DFA, ~10x
+    faster than Python's re over 64 KiB (same pattern: escaped literals only)."""
+    try:
+        import re2  # google-re2, a base dependency
+        return re2.compile(_GATE.pattern).search
+    except Exception:  # no wheel for this platform: the same pattern in re
+        return _GATE.search
+
+
+_BLOCK_GATE = _block_gate()
+
+
+def _redact_block(redactor: "StreamRedactor", block: List[str]) -> Iterator[str]:
+    if not redactor._in_key:
+        text = "".join(block)
+        if "-----BEGIN" not in text and not _BLOCK_GATE(text.lower()):
+            return iter(block)
+    return (redactor.redact_line(line) for line in block)
 
 
 def redact_stream(src: Iterable[str], dst: TextIO) -> Mapping[str, int]:

@@ -81,6 +81,13 @@ def test_paste_read_fix_share_and_triage(live_server):
         page.goto(live_server + "/staff/?status=all")
         assert page.locator("td .status").first.inner_text() == "In progress"
         page.screenshot(path=str(shots / "triage.png"), full_page=True)
+        page.set_viewport_size({"width": 390, "height": 844})  # the queue on a phone: no sideways page
+        page.goto(live_server + "/staff/?status=all")
+        page.locator("td .status").first.wait_for(state="visible", timeout=15_000)
+        page.get_by_role("link", name="#1").wait_for(state="visible", timeout=15_000)
+        assert page.evaluate("document.documentElement.scrollWidth") <= 390
+        page.screenshot(path=str(shots / "triage-390.png"), full_page=True)
+        page.set_viewport_size({"width": 1200, "height": 900})
         page.goto(live_server + "/staff/figures")
         page.screenshot(path=str(shots / "figures.png"), full_page=True)
         browser.close()

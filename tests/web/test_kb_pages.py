@@ -22,3 +22,16 @@ def test_api_kb_search(client):
     data = client.get("/api/v1/kb?q=cuda%20out%20of%20memmory").get_json()
     assert "oom" in data["entries"][0]["id"]
     assert client.get("/api/v1/kb/demo-oom").get_json()["id"] == "demo-oom"
+
+
+def test_typo_search_in_the_bundled_kb_is_focused():
+    """The review's query: cuda-oom first, and not a tail of unrelated entries (NCCL, asserts...)."""
+    from gpu_troubleshooter.knowledge import load_knowledge_base
+    from gpu_troubleshooter.web import kbview
+    entries = kbview.all_entries(load_knowledge_base())
+    ids = [d["id"] for _, d in kbview.search(entries, "cuda out of memmory")]
+    assert ids[0] == "cuda-oom"
+    assert len(ids) <= 4, ids
+    assert not any(i.startswith(("nccl", "device-side")) for i in ids), ids
+    # a query that matches nothing well still finds nothing
+    assert kbview.search(entries, "zzqx wobble") == []

@@ -71,3 +71,23 @@ def test_full_background_queue_answers_503_with_retry_after(db_url, tmp_path, we
     third = client.post("/api/v1/submissions", data=OOM_LOG, content_type="text/plain")
     assert third.status_code == 202  # the slot came back
     close_app(app)
+
+
+def test_a_small_submission_is_one_commit(app, client):
+    """The submit path writes its row once: no 'processing' row first, then the result."""
+    from sqlalchemy import event
+    commits, inserts = [], []
+    engine = app.extensions["db_engine"]
+    event.listen(engine, "commit", lambda conn: commits.append(1))
+
+    def writes(conn, cursor, stmt, params, ctx, many):
+        if stmt.lstrip().upper().startswith(("INSERT", "UPDATE")):
+            inserts.append(stmt)
+    event.listen(engine, "before_cursor_execute", writes)
+    r = client.post("/api/v1/submissions", data=OOM_LOG, content_type="text/plain")
+    assert r.status_code == 201 and r.get_json()["state"] == "done"
+    assert len(commits) == 1, commits
+    assert [s.split()[0].upper() for s in inserts] == ["INSERT"], inserts
+    with app.app_context():
+        row = db.new_session(app).query(Submission).one()
+        assert row.state == "done" and row.failure_class != ""

@@ -163,3 +163,50 @@ def test_secure_cookie_when_configured(db_url, tmp_path, web_kb):
 @pytest.mark.parametrize("path", ["/staff/", "/staff/figures"])
 def test_staff_pages_not_reachable_via_api_token_or_anon(client, path):
     assert client.get(path, headers={"Authorization": "Bearer x"}).status_code == 302
+
+
+def test_paste_too_large_names_the_paste_limit(db_url, tmp_path, web_kb):
+    app = make_app(db_url, tmp_path, web_kb, MAX_CONTENT_LENGTH=1 << 20, MAX_FORM_MEMORY_SIZE=1000)
+    r = app.test_client().post("/submit", data={"log": "x" * 5000}, content_type="multipart/form-data")
+    assert r.status_code == 413
+    page = r.get_data(as_text=True)
+    assert "pasted log can be at most 0.000954 MiB" in page
+    assert "up to 1 MiB" in page  # the upload limit is offered as the way out, not given as the paste limit
+    close_app(app)
+
+
+def test_json_body_has_its_own_limit(db_url, tmp_path, web_kb):
+    app = make_app(db_url, tmp_path, web_kb, MAX_CONTENT_LENGTH=1 << 20, MAX_JSON_BYTES=2000)
+    client = app.test_client()
+    import json
+    big = json.dumps({"log": "x" * 5000})
+    r = client.post("/api/v1/diagnose", data=big, content_type="application/json")
+    assert r.status_code == 413 and "JSON body can be at most" in r.get_json()["message"]
+    # chunked (no Content-Length): refused once it passes the limit, not read to the upload limit
+    read = []
+
+    class Counting(io.RawIOBase):
+        def __init__(self):
+            self.left = 10 << 20
+
+        def readable(self):
+            return True
+
+        def readinto(self, b):
+            n = min(len(b), self.left, 4096)
+            b[:n] = b"x" * n
+            self.left -= n
+            read.append(n)
+            return n
+
+    from werkzeug.test import EnvironBuilder
+    environ = EnvironBuilder(path="/api/v1/diagnose", method="POST", content_type="application/json").get_environ()
+    environ.pop("CONTENT_LENGTH", None)
+    environ.update({"wsgi.input": Counting(), "wsgi.input_terminated": True, "HTTP_TRANSFER_ENCODING": "chunked"})
+    status = []
+    b"".join(app(environ, lambda st, headers, exc_info=None: status.append(st)))
+    assert status[0].startswith("413")
+    assert sum(read) < 100_000, sum(read)
+    # the same log as a plain body is within the upload limit
+    assert client.post("/api/v1/diagnose", data="x" * 5000, content_type="text/plain").status_code == 200
+    close_app(app)

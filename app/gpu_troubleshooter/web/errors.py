@@ -22,9 +22,28 @@ def init_app(app):
         if isinstance(exc, CSRFError):
             message = "The form expired or was not sent from this site; reload the page and try again."
         if code == 413:
-            message += f" The limit is {app.config['MAX_CONTENT_LENGTH'] // (1 << 20)} MiB."
+            message += " " + _size_limit_message(app.config)
         if request.path.startswith("/api/"):
             resp = jsonify(error=exc.name.lower().replace(" ", "_"), message=message)
             resp.status_code = code
             return resp
         return render_template("error.html", code=code, title=exc.name, message=message), code
+
+
+def _mib(n):
+    return f"{n / (1 << 20):.3g} MiB"
+
+
+def _size_limit_message(config):
+    """Name the limit this request ran into: the upload, the paste (a form field) or a JSON body."""
+    upload = config["MAX_CONTENT_LENGTH"]
+    length = request.content_length
+    if request.mimetype == "application/json":
+        return (f"A JSON body can be at most {_mib(config['MAX_JSON_BYTES'])}; "
+                f"send a larger log as the request body (text/plain or multipart), up to {_mib(upload)}.")
+    if length is not None and length <= upload and request.mimetype in (
+            "multipart/form-data", "application/x-www-form-urlencoded"):
+        # Within the upload limit, so a form field (the pasted log) passed the paste limit.
+        return (f"A pasted log can be at most {_mib(config['MAX_FORM_MEMORY_SIZE'])}; "
+                f"choose it as a file to upload instead (up to {_mib(upload)}).")
+    return f"The upload limit is {_mib(upload)}."

@@ -5,6 +5,9 @@ Reads the engine's loaded KnowledgeBase; it never matches logs itself.
 from rapidfuzz import fuzz, utils
 
 SEARCH_THRESHOLD = 62
+# Results must also come close to the best match: a strong hit ("cuda out of memmory"
+# -> cuda-oom, 97) should not drag along every entry that shares "cuda" or "of" (NCCL, 73).
+RELATIVE_CUTOFF = 20
 
 
 def entry_dict(entry, site=None, lang="en"):
@@ -55,4 +58,7 @@ def search(entries, query, limit=20):
         if best >= SEARCH_THRESHOLD:
             scored.append((round(best, 1), d))
     scored.sort(key=lambda x: -x[0])
+    if scored:
+        floor = scored[0][0] - RELATIVE_CUTOFF
+        scored = [s for s in scored if s[0] >= floor]
     return scored[:limit]

@@ -92,9 +92,9 @@ def create_submission(raw, size, source, facts=None, gzip_hint=False):
         raise Busy("the service is busy scanning other large logs; try again in a minute")
     row.share_token = share_token  # not stored: only its digest is; the caller shows it once
     session = db.session()
-    session.add(row)
-    session.commit()
     if background:
+        session.add(row)
+        session.commit()  # the page polls this row while the scan runs
         try:
             _executor(app).submit(_scan_in_background, app, row.id, raw, facts, row.source)
         except BaseException:  # the pool is shutting down: say so rather than wait forever
@@ -103,16 +103,16 @@ def create_submission(raw, size, source, facts=None, gzip_hint=False):
             session.commit()
             raise
         return row
+    # A small log: scanned before the row is written, then one commit. Nothing is stored
+    # "processing", so a worker killed mid-scan leaves nothing stuck behind.
     try:
         _record(row, *diagnose_raw(app, raw, facts, row.source))
     except BadLog as exc:
         row.state, row.error = "error", str(exc)
-    except Exception:  # stored as failed, with a reason the user sees; never left "processing"
-        log.exception("scan of submission %s failed", row.id)
-        session.rollback()
-        row = session.get(Submission, row.id)
-        row.share_token = share_token
+    except Exception:  # stored as failed, with a reason the user sees
+        log.exception("scan of a new submission failed")
         row.state, row.error = "error", "internal error while scanning the log; please submit it again"
+    session.add(row)
     session.commit()
     return row
 
