@@ -120,6 +120,8 @@ def run_diagnose(argv):
     lang = _language(args.lang)
     status = EXIT_CLEAN
     files = _expand(args.files)
+    if files.count("-") > 1:
+        diagnose_parser().error("'-' (standard input) can be given only once")
     for n, path in enumerate(files):
         try:
             diagnosis = diagnose_path(path, kb, facts=facts)
@@ -129,6 +131,8 @@ def run_diagnose(argv):
                 print(as_json({"schema": JSON_SCHEMA_VERSION, "source": path, "error": str(e), "findings": []}))
             status = EXIT_ERROR
             continue
+        for warning in diagnosis.context.get("warnings", ()):
+            print(f"troubleshoot: warning: {warning}", file=sys.stderr)
         if args.json:
             print(as_json(diagnosis.to_dict(lang)))
         else:

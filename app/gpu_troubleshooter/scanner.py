@@ -1,120 +1,279 @@
 """One linear-time pass of every signature of every entry over a chunk.
 
-Hyperscan compiles all patterns into a single automaton (Aho-Corasick-like
-for literals, DFA/NFA hybrids for regexes) and reports (pattern, offset).
-Where no Hyperscan wheel exists, one compiled Python alternation finds the
-candidate lines and each line is then checked pattern by pattern.
-"""
-import hashlib
-import re
-from dataclasses import dataclass
+Hyperscan compiles all patterns into a single automaton and reports
+(pattern, offset). Every pattern is compiled with HS_FLAG_SINGLEMATCH, so
+one scan of a chunk costs one callback per pattern present, however many
+lines match: the Python work per chunk does not grow with the number of
+matches. The engine says which patterns it still needs (`need[pid]`): a
+pattern whose evidence is complete is not processed again, and a pattern
+that still needs more (its line was excluded, or it is not yet saturated)
+gets a rescan from after that line. After RESCANS_PER_CHUNK rescans the rest
+of the chunk is scanned once with every match reported (a second database,
+compiled on first use): linear in any case, and no line is ever skipped.
 
-from .cache import default_cache
-from .normalize import segment_at
+Where no Hyperscan wheel exists, RE2 (linear time too) finds candidate
+lines with one alternation, and an RE2 set says which patterns each holds.
+
+Everything per match is O(1) in the length of the line: line numbers are
+counted from the nearest known point, and a segment (the carriage-return
+piece of a progress-bar line that holds the match) is cut from a bounded
+window around the match, never by searching the whole line.
+
+A Scanner is safe to share between threads: each thread gets its own
+Hyperscan scratch space.
+"""
+import bisect
+import hashlib
+import os
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+import re2
 
 try:
     import hyperscan
 except ImportError:  # no wheel for this platform: the portable fallback
     hyperscan = None
 
-MAX_LINES_PER_CHUNK = 5000  # a pathological log cannot make us collect millions of lines
+MAX_SEGMENT = 4000        # bytes kept of one matched segment (centred on the match)
+MAX_CONTEXT = 4000        # bytes kept of the line before and after
+RESCANS_PER_CHUNK = 6     # then one all-matches scan of the rest of the chunk
 
 
 @dataclass(frozen=True)
 class LineHit:
     line_no: int            # 1-based line number in the whole log
-    raw: bytes              # the carriage-return segment that matched
-    context: tuple          # (raw bytes of the line before, the next two lines)
-    pattern_ids: frozenset
+    raw: bytes              # the carriage-return segment that matched (at most MAX_SEGMENT bytes)
+    context: tuple          # (raw bytes of the line before, the line after) - each may be b""
+    pattern_ids: frozenset  # the patterns reported on this segment (the engine checks for more)
+
+
+def cache_dir():
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "gpu-troubleshooter"
+
+
+def re2_pattern(pattern, case_sensitive, multiline=False):
+    """A compiled RE2 regex (str patterns, str text); raises re2.error."""
+    prefix = ("" if case_sensitive else "(?i)") + ("(?m)" if multiline else "")
+    return re2.compile(prefix + pattern)
+
+
+class _Lines:
+    """Line numbers and line starts of offsets in one chunk. Each look-up counts
+    newlines only from the nearest offset already known, so the cost of a hit
+    does not depend on how long its line is or where the chunk began."""
+
+    def __init__(self, chunk, first_line_no):
+        self.chunk = chunk
+        self.points = [(0, first_line_no, 0)]  # (offset, line_no, line_start), sorted
+
+    def at(self, off):
+        i = bisect.bisect_right(self.points, (off, float("inf"))) - 1
+        base, line_no, start = self.points[i]
+        n = self.chunk.count(b"\n", base, off)
+        if n:
+            line_no += n
+            start = self.chunk.rfind(b"\n", base, off) + 1
+        if off != base:
+            self.points.insert(i + 1, (off, line_no, start))
+        return line_no, start
+
+
+def _segment(chunk, line_start, off):
+    """(start, end) of the carriage-return segment holding `off`, cut to a
+    window of MAX_SEGMENT bytes around it: bounded work whatever the line."""
+    half = MAX_SEGMENT // 2
+    lo = max(line_start, off - half)
+    cr = chunk.rfind(b"\r", lo, off)
+    start = cr + 1 if cr >= 0 else lo
+    hi = min(len(chunk), off + half)
+    end = hi
+    for stop in (b"\r", b"\n"):
+        at = chunk.find(stop, off, end)
+        if at >= 0:
+            end = at
+    if end <= start:  # a match that ends on the separator itself
+        end = min(hi, start + 1)
+    return start, end
+
+
+def _around(chunk, line_start, seg_end):
+    """The raw line before `line_start` and the line after `seg_end`, each at most MAX_CONTEXT bytes."""
+    before = b""
+    if line_start > 0:
+        prev_end = line_start - 1
+        lo = max(0, prev_end - MAX_CONTEXT)
+        nl = chunk.rfind(b"\n", lo, prev_end)
+        before = chunk[(nl + 1 if nl >= 0 else lo):prev_end]
+    after = b""
+    nl = chunk.find(b"\n", seg_end, seg_end + MAX_CONTEXT)
+    if nl >= 0 and nl + 1 < len(chunk):
+        end = chunk.find(b"\n", nl + 1, nl + 1 + MAX_CONTEXT)
+        after = chunk[nl + 1:(end if end >= 0 else min(len(chunk), nl + 1 + MAX_CONTEXT))]
+    return before, after
 
 
 class Scanner:
-    """Scan byte chunks for a list of (regex, case_sensitive) patterns."""
+    """Scan byte chunks for a list of (regex, case_sensitive) patterns.
 
-    def __init__(self, patterns):
+    `groups[pid]` (optional) names who owns a pattern (an entry): a segment is
+    handed to `on_hit` once per group, with the group's reported patterns."""
+
+    def __init__(self, patterns, groups=None, use_hyperscan=True):
         self.patterns = list(patterns)
-        self._any = None
-        self.backend = "hyperscan" if hyperscan is not None else "python-re"
-        self._db = self._hyperscan_db() if hyperscan is not None and self.patterns else None
+        self.groups = list(groups) if groups is not None else list(range(len(self.patterns)))
+        self._local = threading.local()
+        self._lock = threading.Lock()
+        self._db = self._db_all = None
+        self._each = None
         if not self.patterns:
-            self.backend, self._any = "none", None
-        elif self._db is None:
-            self.backend = "python-re"
-            self._any = re.compile("|".join(f"(?:{p})" if cs else f"(?i:{p})" for p, cs in self.patterns).encode(), re.MULTILINE)
-            self._each = [re.compile(p.encode(), re.MULTILINE | (0 if cs else re.IGNORECASE)) for p, cs in self.patterns]
+            self.backend = "none"
+        elif hyperscan is not None and use_hyperscan:
+            self.backend = "hyperscan"
+            self._db = self._hyperscan_db(single=True)
+        else:
+            self.backend = "re2"
+            alternation = "|".join(f"(?:{p})" if cs else f"(?i:{p})" for p, cs in self.patterns)
+            self._any = re2.compile(("(?m)" + alternation).encode())
+            self._set = re2.Set.SearchSet(re2.Options())
+            for p, cs in self.patterns:
+                self._set.Add((("" if cs else "(?i)") + "(?m)" + p).encode())
+            self._set.Compile()
+            self._each = [None] * len(self.patterns)  # compiled on first use
 
-    def _hyperscan_db(self):
-        key = hashlib.sha256(repr((hyperscan.__version__, self.patterns)).encode()).hexdigest()[:24]
-        cache = default_cache()
+    # -- Hyperscan databases and per-thread scratch ------------------------
+
+    def _hyperscan_db(self, single):
+        flag = hyperscan.HS_FLAG_SINGLEMATCH if single else 0
+        key = hashlib.sha256(repr((hyperscan.__version__, single, self.patterns)).encode()).hexdigest()[:24]
+        cached = cache_dir() / f"hs-{key}.db"
         try:
-            db = hyperscan.loadb(cache.load_bytes("hs", key, "db"), hyperscan.HS_MODE_BLOCK)
-            db.scratch = hyperscan.Scratch(db)  # a loaded database comes without one
-            return db
+            return hyperscan.loadb(cached.read_bytes(), hyperscan.HS_MODE_BLOCK)
         except (OSError, hyperscan.error, TypeError, ValueError):
             pass
         db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
-        flags = [(0 if cs else hyperscan.HS_FLAG_CASELESS) | hyperscan.HS_FLAG_MULTILINE for _, cs in self.patterns]
+        flags = [(0 if cs else hyperscan.HS_FLAG_CASELESS) | hyperscan.HS_FLAG_MULTILINE | flag for _, cs in self.patterns]
         db.compile(expressions=[p.encode() for p, _ in self.patterns], ids=list(range(len(self.patterns))), flags=flags)
-        cache.store_bytes("hs", key, hyperscan.dumpb(db), "db")  # atomic; a failed write only costs start-up time
+        try:  # a cache that cannot be written only costs start-up time
+            cached.parent.mkdir(parents=True, exist_ok=True)
+            tmp = cached.with_suffix(f".{os.getpid()}.{threading.get_ident()}.tmp")
+            tmp.write_bytes(hyperscan.dumpb(db))
+            os.replace(tmp, cached)
+        except OSError:
+            pass
         return db
 
-    def _matches(self, chunk):
-        """(offset, pattern_id) pairs; offset is somewhere inside the matched text."""
-        if self._any is None and self._db is None:
+    def _scratch(self, name, db):
+        """This thread's scratch for `db`: Hyperscan scratch must never be used by two scans at once."""
+        scratch = getattr(self._local, name, None)
+        if scratch is None:
+            scratch = hyperscan.Scratch(db)
+            setattr(self._local, name, scratch)
+        return scratch
+
+    def _all_matches_db(self):
+        if self._db_all is None:
+            with self._lock:
+                if self._db_all is None:
+                    self._db_all = self._hyperscan_db(single=False)
+        return self._db_all
+
+    # -- scanning ------------------------------------------------------------
+
+    def scan(self, chunk: bytes, first_line_no: int, need=None, on_hit=None):
+        """Hand each matching segment of `chunk` to `on_hit(LineHit)` (or return
+        them as a list). `need[pid]` false: the caller has enough of that
+        pattern, do not report it again. `first_line_no`: number of the chunk's first line."""
+        if self.backend == "none" or not chunk:
             return []
-        if self._db is not None:
+        collected = []
+        if on_hit is None:
+            on_hit = collected.append
+        if need is None:
+            need = [True] * len(self.patterns)
+        state = _ChunkState(chunk, first_line_no, self.groups, on_hit)
+        if self.backend == "hyperscan":
+            self._scan_hyperscan(chunk, need, state)
+        else:
+            self._scan_re2(chunk, need, state)
+        return collected
+
+    def _scan_hyperscan(self, chunk, need, state):
+        view = memoryview(chunk)
+        scratch = self._scratch("single", self._db)
+        pos, rescans = 0, 0
+        while pos < len(chunk):
             found = []
-            self._db.scan(chunk, match_event_handler=lambda pid, start, end, flags, ctx: found.append((max(end - 1, 0), pid)))
-            return found
-        found = []
+            if rescans >= RESCANS_PER_CHUNK:  # many lines wanted here: every match of the rest, once
+                db = self._all_matches_db()
+
+                def collect(pid, start, end, flags, ctx, base=pos):
+                    if need[pid]:
+                        found.append((base + max(end - 1, 0), pid))
+                db.scan(view[pos:], collect, scratch=self._scratch("all", db))
+                found.sort()
+                for off, pid in found:
+                    if need[pid]:
+                        state.hit(off, pid)
+                return
+
+            def first(pid, start, end, flags, ctx, base=pos):
+                found.append((base + max(end - 1, 0), pid))
+            self._db.scan(view[pos:], first, scratch=scratch)
+            found.sort()
+            again = None
+            for off, pid in found:
+                if not need[pid]:
+                    continue
+                seg_end = state.hit(off, pid)
+                if need[pid]:  # still wants more of this pattern: look again after this segment
+                    again = seg_end + 1 if again is None else min(again, seg_end + 1)
+            if again is None:
+                return
+            pos, rescans = again, rescans + 1
+
+    def _scan_re2(self, chunk, need, state):
         pos = 0
-        while True:
+        while pos < len(chunk):
             m = self._any.search(chunk, pos)
-            if not m:
-                return found
-            start = chunk.rfind(b"\n", 0, m.start()) + 1
+            if m is None:
+                return
+            nl = chunk.rfind(b"\n", pos, m.start())  # pos is always a line start
+            start = nl + 1 if nl >= 0 else pos
             end = chunk.find(b"\n", m.end())
             end = len(chunk) if end < 0 else end
             line = chunk[start:end]
-            for pid, rx in enumerate(self._each):
+            for pid in self._set.Match(line) or ():
+                if not need[pid]:
+                    continue
+                rx = self._each[pid]
+                if rx is None:
+                    p, cs = self.patterns[pid]
+                    rx = self._each[pid] = re2.compile((("" if cs else "(?i)") + "(?m)" + p).encode())
                 for lm in rx.finditer(line):
-                    found.append((start + max(lm.end() - 1, lm.start()), pid))
+                    if not need[pid]:
+                        break
+                    state.hit(start + max(lm.end() - 1, lm.start()), pid)
             pos = end + 1
 
-    def scan(self, chunk: bytes, first_line_no: int):
-        """LineHits of one chunk; `first_line_no` is the number of its first line."""
-        found = self._matches(chunk)
-        if not found:
-            return []
-        found.sort()
-        by_line = {}
-        line_no, counted_to = first_line_no, 0
-        for offset, pid in found:
-            start = chunk.rfind(b"\n", 0, offset) + 1
-            if start > counted_to:
-                line_no += chunk.count(b"\n", counted_to, start)
-                counted_to = start
-            seg_start = chunk.rfind(b"\r", start, offset) + 1
-            key = (line_no, seg_start)
-            if key not in by_line:
-                if len(by_line) >= MAX_LINES_PER_CHUNK:
-                    continue
-                by_line[key] = (start, offset, set())
-            by_line[key][2].add(pid)
-        return [self._hit(chunk, line_no, start, offset, pids) for (line_no, _), (start, offset, pids) in by_line.items()]
 
-    @staticmethod
-    def _hit(chunk, line_no, start, offset, pids):
-        end = chunk.find(b"\n", offset)
-        end = len(chunk) if end < 0 else end
-        prev_start = chunk.rfind(b"\n", 0, max(start - 1, 0)) + 1 if start > 0 else start
-        after, pos = [], end + 1
-        for _ in range(2):
-            if pos >= len(chunk):
-                break
-            nxt = chunk.find(b"\n", pos)
-            nxt = len(chunk) if nxt < 0 else nxt
-            after.append(chunk[pos:min(nxt, pos + 4000)])
-            pos = nxt + 1
-        before = chunk[max(prev_start, start - 4000):max(start - 1, 0)] if start > 0 else b""
-        return LineHit(line_no, segment_at(chunk[start:end], offset - start), (before, *after), frozenset(pids))
+class _ChunkState:
+    """Per scan call: line numbering, and which (segment, group) pairs were handed over."""
+
+    def __init__(self, chunk, first_line_no, groups, on_hit):
+        self.chunk, self.groups, self.on_hit = chunk, groups, on_hit
+        self.lines = _Lines(chunk, first_line_no)
+        self.seen = set()
+
+    def hit(self, off, pid):
+        """Hand the segment holding `off` to on_hit unless done; returns the segment's end."""
+        chunk = self.chunk
+        line_no, line_start = self.lines.at(off)
+        seg_start, seg_end = _segment(chunk, line_start, off)
+        key = (seg_start, self.groups[pid])
+        if key not in self.seen:
+            self.seen.add(key)
+            self.on_hit(LineHit(line_no, chunk[seg_start:seg_end], _around(chunk, line_start, seg_end), frozenset((pid,))))
+        return seg_end
