@@ -99,6 +99,11 @@ class _Decompressed(io.RawIOBase):
         super().close()
 
 
+def compression_of(head: bytes):
+    """'gzip', 'bzip2', 'xz' or None from a log's first bytes."""
+    return next((kind for magic, _, kind in _COMPRESSED if head.startswith(magic)), None)
+
+
 def _decompressing(stream, name=None):
     try:
         head = stream.peek(SNIFF_SIZE)[:SNIFF_SIZE]
