@@ -174,10 +174,15 @@ class _EntryEvidence:
         return sorted(unique.values(), key=lambda ln: ln.line_no)
 
 
-def diagnose_chunks(chunks, kb, source="log", facts=None, context=None) -> Diagnosis:
+def diagnose_chunks(chunks, kb, source="log", facts=None) -> Diagnosis:
     """Diagnose an iterable of byte chunks that end on line boundaries."""
+    return _diagnose(((chunk, len(chunk)) for chunk in chunks), kb, source, facts)
+
+
+def _diagnose(buffers, kb, source, facts):
+    """The scan: `buffers` yields (buffer, end) pairs, buffer[:end] one chunk."""
     ckb = compile_kb(kb)
-    owner, markers = ckb.owner, ckb.markers
+    owner = ckb.owner
     need = [True] * len(owner)
     pid_of = {}
     for pid, (ei, si) in enumerate(owner):
@@ -202,26 +207,56 @@ def diagnose_chunks(chunks, kb, source="log", facts=None, context=None) -> Diagn
 
     line_no, nbytes, last = 1, 0, b"\n"
     scan = ckb.scanner.scan
-    for chunk in chunks:
-        scan(chunk, line_no, need, on_hit)
-        line_no += chunk.count(b"\n")
-        nbytes += len(chunk)
-        last = chunk[-1:] or last
+    counter = _NewlineCounter()
+    try:
+        for buf, end in buffers:
+            if not end:
+                continue
+            counting = counter.count(buf, end)  # overlaps the scan: Hyperscan releases the GIL
+            scan(buf, line_no, need, on_hit, end)
+            line_no += counting()
+            nbytes += end
+            last = buf[end - 1:end]
+    finally:
+        counter.close()
     lines = line_no - 1 + (0 if last == b"\n" or not nbytes else 1)
     findings = [f for ei, ev in evidence.items() if (f := _score(ev)) is not None]
     if facts is not None:
         findings = _apply_facts(findings, kb, facts)
-    context = dict(context or {})
-    context["scheduler"] = min(seen_markers)[1] if seen_markers else None
+    context = {"scheduler": min(seen_markers)[1] if seen_markers else None}
     return Diagnosis(source=source, findings=rank(findings), lines=lines, bytes=nbytes, site=kb.site, facts=facts,
                      context=context)
+
+
+class _NewlineCounter:
+    """Counts a chunk's newlines in a second thread while Hyperscan scans it
+    (the scan runs without the GIL), so the count costs no wall time on a
+    machine with a spare core. Small logs never start the thread."""
+
+    THREAD_FROM = 1 << 20
+
+    def __init__(self):
+        self._pool = None
+
+    def count(self, buf, end):
+        if end < self.THREAD_FROM:
+            n = buf.count(b"\n", 0, end)
+            return lambda: n
+        if self._pool is None:
+            from concurrent.futures import ThreadPoolExecutor
+            self._pool = ThreadPoolExecutor(1, thread_name_prefix="troubleshoot-count")
+        return self._pool.submit(buf.count, b"\n", 0, end).result
+
+    def close(self):
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
 
 
 def diagnose_stream(stream, kb, source="log", facts=None) -> Diagnosis:
     """Diagnose a binary stream (plain or compressed); raises LogInputError.
     A stream damaged part-way is diagnosed up to the damage, with a warning."""
-    log = reader.LogReader(stream, source)
-    diagnosis = diagnose_chunks(log.chunks(), kb, source=source, facts=facts)
+    log = reader.LogReader(reader.open_log(stream), source)
+    diagnosis = _diagnose(log.buffers(), kb, source, facts)
     if log.warnings:
         diagnosis.context["warnings"] = list(log.warnings)
     return diagnosis

@@ -56,6 +56,8 @@ class _KeepOpen(io.RawIOBase):
 
 def open_log(source):
     """A readable, decompressing binary stream for a path, '-' (stdin) or an open binary file."""
+    if isinstance(source, (_Decompressed, _Utf16)):
+        return source
     if hasattr(source, "read"):
         raw = source
     elif str(source) == "-":
@@ -175,7 +177,8 @@ class LogReader:
     """Chunks of one log, ending on line boundaries; damage after the first
     readable bytes ends the log early with a line in `warnings`.
 
-    `max_bytes`: raise LogTooLarge past this many (decompressed) bytes."""
+    `max_bytes`: raise LogTooLarge past this many (decompressed) bytes.
+    `buffers()` is the zero-copy form the engine uses: one buffer, reused."""
 
     def __init__(self, stream, name="log", max_bytes=None, chunk_size=None):
         self.stream, self.name, self.max_bytes = stream, name, max_bytes
@@ -184,72 +187,71 @@ class LogReader:
         self.bytes_read = 0
         self.kind = getattr(stream, "kind", None)
 
-    def _read(self, n):
-        try:
-            if self.kind is None:
-                return self.stream.read(n)
-            pieces, got = [], 0
-            while got < n:  # a decompressor, in pieces: damage loses at most one piece
-                try:
-                    piece = self.stream.read(min(PIECE, n - got))
-                except _DAMAGE as e:
-                    if not pieces and not self.bytes_read:
-                        raise
-                    self._damaged(e, self.bytes_read + got)
-                    break
-                if not piece:
-                    break
-                pieces.append(piece)
-                got += len(piece)
-            return b"".join(pieces)
-        except _DAMAGE as e:
-            if self.bytes_read:
-                self._damaged(e, self.bytes_read)
-                return b""
-            what = f"looks like a {self.kind} file but" if self.kind else "the log"
-            raise LogInputError(f"{self.name}: {what} cannot be read ({_reason(e)}); is it truncated or damaged?") from None
+    def _fill(self, view):
+        """Read into `view` until it is full or the log ends; the number of bytes read."""
+        got = 0
+        while got < len(view):
+            try:
+                n = self.stream.readinto(view[got:])
+            except _DAMAGE as e:
+                if not got and not self.bytes_read:
+                    what = f"looks like a {self.kind} file but" if self.kind else "the log"
+                    raise LogInputError(f"{self.name}: {what} cannot be read ({_reason(e)}); is it truncated or damaged?") from None
+                self._damaged(e, self.bytes_read + got)
+                return got
+            if not n:
+                return got
+            got += n
+        return got
 
     def _damaged(self, error, at):
         self.warnings.append(f"{self.name}: damaged after {at:,} bytes ({_reason(error)}); diagnosed what could be read")
         self.stream = io.BytesIO()
         self.kind = None
 
-    def chunks(self):
-        """Yield byte chunks ending at a newline (or at a carriage return when a
-        progress bar writes megabytes without a newline). The first chunk is
-        checked for empty and binary input, and for UTF-16."""
-        carry = b""
-        block = self._read(self.chunk_size)
-        order = _utf16_order(block[:SNIFF_SIZE])
+    def buffers(self):
+        """Yield (buffer, end): buffer[:end] is the next chunk, ending at a
+        newline (or at a carriage return when a progress bar writes megabytes
+        without a newline). The buffer is reused: use it before the next one.
+        The first chunk is checked for empty and binary input, and for UTF-16."""
+        size = self.chunk_size
+        buf = bytearray(2 * size)  # a carried partial line (< size) + one read
+        view = memoryview(buf)
+        new = self._fill(view[:size])
+        order = _utf16_order(bytes(view[:min(new, SNIFF_SIZE)]))
         if order:
-            self.stream, self.kind = _Utf16(io.BufferedReader(_Replay(block, self.stream)), order), "utf-16"
-            block = self._read(self.chunk_size)
-        check_text(block, self.name)
+            self.stream, self.kind = _Utf16(io.BufferedReader(_Replay(bytes(view[:new]), self.stream)), order), "utf-16"
+            new = self._fill(view[:size])
+        check_text(bytes(view[:new]), self.name)
+        carry = 0
         while True:
-            if not block:
+            if not new:
                 if carry:
-                    yield carry
+                    yield buf, carry
                 return
-            self.bytes_read += len(block)
+            self.bytes_read += new
             if self.max_bytes is not None and self.bytes_read > self.max_bytes:
                 raise LogTooLarge(f"{self.name}: the log is larger than {self.max_bytes // (1 << 20)} MiB once decompressed")
-            data = carry + block if carry else block
-            cut = data.rfind(b"\n")
+            total = carry + new
+            cut = buf.rfind(b"\n", 0, total)
             if cut < 0:
-                cut = data.rfind(b"\r")
+                cut = buf.rfind(b"\r", 0, total)
             if cut < 0:
-                if len(data) < self.chunk_size:
-                    carry = data
-                    block = self._read(self.chunk_size)
+                if total < size:
+                    carry = total
+                    new = self._fill(view[carry:carry + size])
                     continue
-                cut = len(data) - 1  # one line longer than a chunk: split it
-            if cut == len(data) - 1:
-                carry = b""
-                yield data
-            else:
-                carry = data[cut + 1:]
-                yield data[: cut + 1]
-            block = self._read(self.chunk_size)
+                cut = total - 1  # one line longer than a chunk: split it
+            yield buf, cut + 1
+            carry = total - cut - 1
+            if carry:
+                buf[:carry] = buf[cut + 1:total]
+            new = self._fill(view[carry:carry + size])
+
+    def chunks(self):
+        """The chunks of buffers() as bytes of their own."""
+        for buf, end in self.buffers():
+            yield bytes(memoryview(buf)[:end])
 
 
 class _Replay(io.RawIOBase):

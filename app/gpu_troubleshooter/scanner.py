@@ -7,9 +7,11 @@ lines match: the Python work per chunk does not grow with the number of
 matches. The engine says which patterns it still needs (`need[pid]`): a
 pattern whose evidence is complete is not processed again, and a pattern
 that still needs more (its line was excluded, or it is not yet saturated)
-gets a rescan from after that line. After RESCANS_PER_CHUNK rescans the rest
-of the chunk is scanned once with every match reported (a second database,
-compiled on first use): linear in any case, and no line is ever skipped.
+gets a rescan from after that line, over a window that grows while it finds
+nothing. Once the rescans of a chunk have read RESCAN_BUDGET times its size,
+the rest of the chunk is scanned once with every match reported (a second
+database, compiled on first use): linear in any case, and no line is ever
+skipped.
 
 Where no Hyperscan wheel exists, RE2 (linear time too) finds candidate
 lines with one alternation, and an RE2 set says which patterns each holds.
@@ -38,7 +40,8 @@ except ImportError:  # no wheel for this platform: the portable fallback
 
 MAX_SEGMENT = 4000        # bytes kept of one matched segment (centred on the match)
 MAX_CONTEXT = 4000        # bytes kept of the line before and after
-RESCANS_PER_CHUNK = 6     # then one all-matches scan of the rest of the chunk
+RESCAN_WINDOW = 64 * 1024  # a rescan for a pattern that wants more lines looks this far first
+RESCAN_BUDGET = 3          # x the chunk: bytes rescanned, then one all-matches scan of the rest
 
 
 @dataclass(frozen=True)
@@ -81,14 +84,14 @@ class _Lines:
         return line_no, start
 
 
-def _segment(chunk, line_start, off):
+def _segment(chunk, size, line_start, off):
     """(start, end) of the carriage-return segment holding `off`, cut to a
     window of MAX_SEGMENT bytes around it: bounded work whatever the line."""
     half = MAX_SEGMENT // 2
     lo = max(line_start, off - half)
     cr = chunk.rfind(b"\r", lo, off)
     start = cr + 1 if cr >= 0 else lo
-    hi = min(len(chunk), off + half)
+    hi = min(size, off + half)
     end = hi
     for stop in (b"\r", b"\n"):
         at = chunk.find(stop, off, end)
@@ -99,19 +102,19 @@ def _segment(chunk, line_start, off):
     return start, end
 
 
-def _around(chunk, line_start, seg_end):
+def _around(chunk, size, line_start, seg_end):
     """The raw line before `line_start` and the line after `seg_end`, each at most MAX_CONTEXT bytes."""
     before = b""
     if line_start > 0:
         prev_end = line_start - 1
         lo = max(0, prev_end - MAX_CONTEXT)
         nl = chunk.rfind(b"\n", lo, prev_end)
-        before = chunk[(nl + 1 if nl >= 0 else lo):prev_end]
+        before = bytes(chunk[(nl + 1 if nl >= 0 else lo):prev_end])
     after = b""
-    nl = chunk.find(b"\n", seg_end, seg_end + MAX_CONTEXT)
-    if nl >= 0 and nl + 1 < len(chunk):
-        end = chunk.find(b"\n", nl + 1, nl + 1 + MAX_CONTEXT)
-        after = chunk[nl + 1:(end if end >= 0 else min(len(chunk), nl + 1 + MAX_CONTEXT))]
+    nl = chunk.find(b"\n", seg_end, min(size, seg_end + MAX_CONTEXT))
+    if nl >= 0 and nl + 1 < size:
+        end = chunk.find(b"\n", nl + 1, min(size, nl + 1 + MAX_CONTEXT))
+        after = bytes(chunk[nl + 1:(end if end >= 0 else min(size, nl + 1 + MAX_CONTEXT))])
     return before, after
 
 
@@ -182,46 +185,38 @@ class Scanner:
 
     # -- scanning ------------------------------------------------------------
 
-    def scan(self, chunk: bytes, first_line_no: int, need=None, on_hit=None):
-        """Hand each matching segment of `chunk` to `on_hit(LineHit)` (or return
-        them as a list). `need[pid]` false: the caller has enough of that
-        pattern, do not report it again. `first_line_no`: number of the chunk's first line."""
-        if self.backend == "none" or not chunk:
+    def scan(self, chunk, first_line_no: int, need=None, on_hit=None, end=None):
+        """Hand each matching segment of `chunk[:end]` (bytes or a reused
+        bytearray) to `on_hit(LineHit)` (or return them as a list).
+        `need[pid]` false: the caller has enough of that pattern, do not report
+        it again. `first_line_no`: number of the chunk's first line."""
+        end = len(chunk) if end is None else end
+        if self.backend == "none" or not end:
             return []
         collected = []
         if on_hit is None:
             on_hit = collected.append
         if need is None:
             need = [True] * len(self.patterns)
-        state = _ChunkState(chunk, first_line_no, self.groups, on_hit)
         if self.backend == "hyperscan":
-            self._scan_hyperscan(chunk, need, state)
+            self._scan_hyperscan(chunk, end, need, _ChunkState(chunk, end, first_line_no, self.groups, on_hit))
         else:
-            self._scan_re2(chunk, need, state)
+            chunk = bytes(memoryview(chunk)[:end])
+            self._scan_re2(chunk, need, _ChunkState(chunk, end, first_line_no, self.groups, on_hit))
         return collected
 
-    def _scan_hyperscan(self, chunk, need, state):
-        view = memoryview(chunk)
+    def _scan_hyperscan(self, chunk, end, need, state):
+        view = memoryview(chunk)[:end]
         scratch = self._scratch("single", self._db)
-        pos, rescans = 0, 0
-        while pos < len(chunk):
+        budget = RESCAN_BUDGET * end + RESCAN_WINDOW  # bytes rescanned in this chunk before the all-matches scan
+        pos, stop, window, wanted = 0, end, RESCAN_WINDOW, None
+        while True:
             found = []
-            if rescans >= RESCANS_PER_CHUNK:  # many lines wanted here: every match of the rest, once
-                db = self._all_matches_db()
 
-                def collect(pid, start, end, flags, ctx, base=pos):
-                    if need[pid]:
-                        found.append((base + max(end - 1, 0), pid))
-                db.scan(view[pos:], collect, scratch=self._scratch("all", db))
-                found.sort()
-                for off, pid in found:
-                    if need[pid]:
-                        state.hit(off, pid)
-                return
-
-            def first(pid, start, end, flags, ctx, base=pos):
-                found.append((base + max(end - 1, 0), pid))
-            self._db.scan(view[pos:], first, scratch=scratch)
+            def first(pid, start, match_end, flags, ctx, base=pos):
+                found.append((base + max(match_end - 1, 0), pid))
+            self._db.scan(view[pos:stop], first, scratch=scratch)
+            budget -= stop - pos
             found.sort()
             again = None
             for off, pid in found:
@@ -230,9 +225,35 @@ class Scanner:
                 seg_end = state.hit(off, pid)
                 if need[pid]:  # still wants more of this pattern: look again after this segment
                     again = seg_end + 1 if again is None else min(again, seg_end + 1)
-            if again is None:
+            reported = {pid for _, pid in found if need[pid]}
+            # patterns that may still occur further on: reported now or before, and still wanted
+            wanted = reported if wanted is None else {pid for pid in wanted if need[pid]} | reported
+            if not wanted:
                 return
-            pos, rescans = again, rescans + 1
+            if again is not None:
+                pos, window = again, RESCAN_WINDOW
+            else:  # none of them in this window: look further, in a larger one
+                pos, window = stop, window * 2
+            if pos >= end:
+                return
+            if budget <= 0:  # many wanted lines here: every match of the rest, once
+                self._all_matches(view, pos, end, need, state)
+                return
+            nl = chunk.find(b"\n", pos + window, end)  # windows end on a line boundary
+            stop = end if nl < 0 else nl + 1
+
+    def _all_matches(self, view, pos, end, need, state):
+        db = self._all_matches_db()
+        found = []
+
+        def collect(pid, start, match_end, flags, ctx):
+            if need[pid]:
+                found.append((pos + max(match_end - 1, 0), pid))
+        db.scan(view[pos:end], collect, scratch=self._scratch("all", db))
+        found.sort()
+        for off, pid in found:
+            if need[pid]:
+                state.hit(off, pid)
 
     def _scan_re2(self, chunk, need, state):
         pos = 0
@@ -262,8 +283,8 @@ class Scanner:
 class _ChunkState:
     """Per scan call: line numbering, and which (segment, group) pairs were handed over."""
 
-    def __init__(self, chunk, first_line_no, groups, on_hit):
-        self.chunk, self.groups, self.on_hit = chunk, groups, on_hit
+    def __init__(self, chunk, end, first_line_no, groups, on_hit):
+        self.chunk, self.end, self.groups, self.on_hit = chunk, end, groups, on_hit
         self.lines = _Lines(chunk, first_line_no)
         self.seen = set()
 
@@ -271,9 +292,10 @@ class _ChunkState:
         """Hand the segment holding `off` to on_hit unless done; returns the segment's end."""
         chunk = self.chunk
         line_no, line_start = self.lines.at(off)
-        seg_start, seg_end = _segment(chunk, line_start, off)
+        seg_start, seg_end = _segment(chunk, self.end, line_start, off)
         key = (seg_start, self.groups[pid])
         if key not in self.seen:
             self.seen.add(key)
-            self.on_hit(LineHit(line_no, chunk[seg_start:seg_end], _around(chunk, line_start, seg_end), frozenset((pid,))))
+            self.on_hit(LineHit(line_no, bytes(chunk[seg_start:seg_end]), _around(chunk, self.end, line_start, seg_end),
+                                frozenset((pid,))))
         return seg_end
