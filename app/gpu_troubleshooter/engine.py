@@ -10,8 +10,6 @@ Two stages, so that the expensive part only sees candidates:
 """
 import io
 
-from rapidfuzz import fuzz
-
 from .findings import Diagnosis, Evidence, Finding
 from .normalize import clean, decode
 from . import reader
@@ -38,15 +36,37 @@ SCHEDULER_MARKERS = (
 class _CompiledEntry:
     """An entry's regexes, all RE2 (linear time, whatever a site entry holds)."""
 
-    def __init__(self, entry):
-        self.entry = entry
-        self.exclude = tuple(re2_pattern(x.pattern, x.case_sensitive) for x in entry.exclude)
-        self.values = tuple((name, re2_pattern(rx, False)) for name, rx in entry.values)
+    def __init__(self, entry, problems):
+        self.entry, self._problems = entry, problems
+        self._exclude = self._values = None  # compiled on the entry's first candidate line
+        self.broken = False
         self.phrases = tuple(p.lower() for p in entry.phrases)
         self.weights = tuple(s.weight for s in entry.signatures)
         # the most a line of each signature can be worth (a phrase can lift a weak one)
         self.best_possible = tuple(max(w, min(FUZZY_WEIGHT, w + FUZZY_LIFT)) if self.phrases else w for w in self.weights)
         self._set = None
+
+    def compile(self):
+        """Compile exclude and values (RE2); False, with a problem noted, when RE2 cannot run one."""
+        if self._exclude is None and not self.broken:
+            try:
+                self._exclude = tuple(re2_pattern(x.pattern, x.case_sensitive) for x in self.entry.exclude)
+                self._values = tuple((name, re2_pattern(rx, False)) for name, rx in self.entry.values)
+            except Exception as e:  # re2.error: a pattern RE2 cannot run (look-around, backreference)
+                self.broken = True
+                self._problems.append(f"{self.entry.path}: entry '{self.entry.id}' skipped: "
+                                      f"a pattern in exclude/values cannot be compiled: {e}")
+        return not self.broken
+
+    @property
+    def exclude(self):
+        self.compile()
+        return self._exclude or ()
+
+    @property
+    def values(self):
+        self.compile()
+        return self._values or ()
 
     def signatures_on(self, raw):
         """Indexes of this entry's signatures that match a raw segment."""
@@ -70,12 +90,8 @@ class CompiledKnowledgeBase:
 
     def __init__(self, kb):
         self.kb = kb
-        self.entries, self.problems = [], []
-        for entry in kb.entries:
-            try:
-                self.entries.append(_CompiledEntry(entry))
-            except Exception as e:  # re2.error: a pattern RE2 cannot run
-                self.problems.append(f"{entry.path}: entry '{entry.id}' skipped: a pattern in exclude/values cannot be compiled: {e}")
+        self.problems = []
+        self.entries = [_CompiledEntry(entry, self.problems) for entry in kb.entries]
         self.scanner = self._scanner()
 
     def _scanner(self):
@@ -139,13 +155,17 @@ class _EntryEvidence:
 
     def add(self, hit, reported):
         ce = self.ce
+        if not ce.compile():
+            return list(range(len(ce.weights)))  # a broken entry: nothing more of it is wanted
         text = clean(decode(hit.raw))
         if any(rx.search(text) for rx in ce.exclude):
             return ()
         sigs = set(ce.signatures_on(hit.raw)) | set(reported)
         following = clean(decode(hit.context[1])) if hit.context[1] else ""
         unwrapped = text + following  # a hard wrap splits a message mid-word
-        sim = max(phrase_similarity(ce.phrases, text), phrase_similarity(ce.phrases, unwrapped)) if ce.phrases else 0.0
+        sim = 0.0
+        if ce.phrases and max(ce.weights[si] for si in sigs) < FUZZY_WEIGHT:  # else no lift can change what the line is worth
+            sim = max(phrase_similarity(ce.phrases, text), phrase_similarity(ce.phrases, unwrapped))
         weights = {}
         for si in sigs:
             w = ce.weights[si]
@@ -273,6 +293,7 @@ def diagnose_text(text, kb, source="text", facts=None) -> Diagnosis:
 
 def phrase_similarity(phrases, text):
     """Best rapidfuzz similarity in [0, 1] of a known phrase within `text`."""
+    from rapidfuzz import fuzz  # imported only when a weak line needs it: start-up time matters
     text = text.lower()
     best = 0.0
     for phrase in phrases:

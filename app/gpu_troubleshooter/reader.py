@@ -6,11 +6,8 @@ refusing what is really binary, a size limit, and damaged input read up to
 the damage. Memory stays flat whatever the log's size: at most one chunk
 (plus one partial line) is held.
 """
-import bz2
 import codecs
-import gzip
 import io
-import lzma
 import os
 import sys
 import zlib
@@ -21,12 +18,28 @@ CHUNK_SIZE = 4 * 1024 * 1024
 SNIFF_SIZE = 8192
 PIECE = 256 * 1024  # what one read of a decompressor asks for: damage loses at most this much
 
-_COMPRESSED = (
-    (b"\x1f\x8b", lambda f: gzip.GzipFile(fileobj=f), "gzip"),
-    (b"BZh", bz2.BZ2File, "bzip2"),
-    (b"\xfd7zXZ\x00", lzma.LZMAFile, "xz"),
-)
-_DAMAGE = (OSError, EOFError, zlib.error, lzma.LZMAError, ValueError)
+
+
+def _gzip(f):
+    import gzip
+    return gzip.GzipFile(fileobj=f)
+
+
+def _bzip2(f):
+    import bz2
+    return bz2.BZ2File(f)
+
+
+def _xz(f):
+    import lzma
+    global _DAMAGE
+    _DAMAGE = _DAMAGE + (lzma.LZMAError,)
+    return lzma.LZMAFile(f)
+
+
+# the decompressors are imported only for a log that needs one: start-up time matters
+_COMPRESSED = ((b"\x1f\x8b", _gzip, "gzip"), (b"BZh", _bzip2, "bzip2"), (b"\xfd7zXZ\x00", _xz, "xz"))
+_DAMAGE = (OSError, EOFError, zlib.error, ValueError)  # what reading a damaged log raises
 _NOT_LOGS = (
     (b"\x7fELF", "an executable (ELF) file"), (b"PK\x03\x04", "a zip archive; unzip it and pass the log inside"),
     (b"%PDF", "a PDF document"), (b"\x89PNG", "a PNG image"), (b"\xff\xd8\xff", "a JPEG image"),
@@ -215,14 +228,24 @@ class LogReader:
         without a newline). The buffer is reused: use it before the next one.
         The first chunk is checked for empty and binary input, and for UTF-16."""
         size = self.chunk_size
-        buf = bytearray(2 * size)  # a carried partial line (< size) + one read
+        small = min(size, 1 << 16)  # a small log never pays for (and page-faults) a 2 x 4 MiB buffer
+        buf = bytearray(2 * small)
         view = memoryview(buf)
-        new = self._fill(view[:size])
+        new = self._fill(view[:small])
+        if new == small < size:
+            buf = bytearray(2 * size)  # a carried partial line (< size) + one read
+            buf[:new] = view[:new]
+            view.release()
+            view = memoryview(buf)
+            new += self._fill(view[new:size])
         order = _utf16_order(bytes(view[:min(new, SNIFF_SIZE)]))
         if order:
             self.stream, self.kind = _Utf16(io.BufferedReader(_Replay(bytes(view[:new]), self.stream)), order), "utf-16"
             new = self._fill(view[:size])
-        check_text(bytes(view[:new]), self.name)
+        head = bytes(view[:min(new, 1 << 16)])
+        if new > len(head) and not head.strip(b"\x00"):  # NULs first: judge by what follows them
+            head = bytes(view[:new])
+        check_text(head, self.name)
         carry = 0
         while True:
             if not new:

@@ -31,8 +31,6 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-import re2
-
 try:
     import hyperscan
 except ImportError:  # no wheel for this platform: the portable fallback
@@ -59,6 +57,7 @@ def cache_dir():
 
 def re2_pattern(pattern, case_sensitive, multiline=False):
     """A compiled RE2 regex (str patterns, str text); raises re2.error."""
+    import re2  # only once a line needs it: start-up time matters
     prefix = ("" if case_sensitive else "(?i)") + ("(?m)" if multiline else "")
     return re2.compile(prefix + pattern)
 
@@ -137,6 +136,7 @@ class Scanner:
             self.backend = "hyperscan"
             self._db = self._hyperscan_db(single=True)
         else:
+            import re2
             self.backend = "re2"
             alternation = "|".join(f"(?:{p})" if cs else f"(?i:{p})" for p, cs in self.patterns)
             self._any = re2.compile(("(?m)" + alternation).encode())
@@ -271,6 +271,7 @@ class Scanner:
                     continue
                 rx = self._each[pid]
                 if rx is None:
+                    import re2
                     p, cs = self.patterns[pid]
                     rx = self._each[pid] = re2.compile((("" if cs else "(?i)") + "(?m)" + p).encode())
                 for lm in rx.finditer(line):
