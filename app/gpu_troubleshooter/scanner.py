@@ -239,7 +239,9 @@ class Scanner:
             if budget <= 0:  # many wanted lines here: every match of the rest, once
                 self._all_matches(view, pos, end, need, state)
                 return
-            nl = chunk.find(b"\n", pos + window, end)  # windows end on a line boundary
+            nl = chunk.find(b"\n", pos + window, end)  # windows end on a line boundary,
+            if nl < 0:
+                nl = chunk.find(b"\r", pos + window, end)  # or a progress bar's update
             stop = end if nl < 0 else nl + 1
 
     def _all_matches(self, view, pos, end, need, state):
