@@ -38,7 +38,7 @@ except ImportError:  # no wheel for this platform: the portable fallback
 
 MAX_SEGMENT = 4000        # bytes kept of one matched segment (centred on the match)
 MAX_CONTEXT = 4000        # bytes kept of the line before and after
-RESCAN_WINDOW = 64 * 1024  # a rescan for a pattern that wants more lines looks this far first
+RESCAN_WINDOW = 4 * 1024   # a rescan for a pattern that wants more lines looks this far first (doubling)
 RESCAN_BUDGET = 3          # x the chunk: bytes rescanned, then one all-matches scan of the rest
 
 
