@@ -313,7 +313,7 @@ def main():
     print(f"hyperscan {hyperscan.__version__}, {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}; "
           f"{len(kb.entries)} entries, {n_all} signatures ({n_ere} as ERE anchors for rg/grep)")
     print()
-    print(f"| case | MiB | troubleshoot wall | CPU | peak MiB | beside it, same run (wall / CPU) |")
+    print("| case | MiB | troubleshoot wall | CPU | peak MiB | beside it, same run (wall / CPU) |")
     print("|---|---:|---:|---:|---:|---|")
     for case, size, (w, c, m), peers, _ in rows:
         unit = "ms" if size < 1 else "s"
@@ -331,7 +331,7 @@ def main():
         ("progress bar: CPU per byte / clean's (start-up taken off both)", ((p[1] - latency0[1]) / 16) / clean_cpu_per_mb),
         ("gzip: ours / gzip -dc | rg (wall)", z[0] / zr[0] if zr[0] else float("nan")),
     ]
-    for copies, n, k, _ in kb_rows:
+    for copies, _n, k, _ in kb_rows:
         ratios.append((f"clean, KB {copies}x: wall / 1x", k[0] / o[0]))
     for name, value in ratios:
         print(f"{name:<72} {value:6.2f}")

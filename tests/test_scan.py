@@ -18,7 +18,8 @@ import pytest
 from gpu_troubleshooter import engine, reader
 from gpu_troubleshooter.engine import diagnose_path, diagnose_stream, diagnose_text
 from gpu_troubleshooter.errors import LogInputError
-from gpu_troubleshooter.knowledge import Signature, load_knowledge_base
+from gpu_troubleshooter.knowledge import load_knowledge_base
+from gpu_troubleshooter.model import Entry, Signature
 
 DEMO = Path(__file__).parent / "fixtures" / "kb" / "demo"
 OOM = ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.15 GiB "
@@ -41,11 +42,10 @@ def ids(d):
 
 
 def _entry(id, signatures, exclude=(), values=(), phrases=()):
-    """A stand-in entry with the attributes the engine reads (no loader checks:
-    the engine must stay safe even with what a loader lets through)."""
-    return SimpleNamespace(id=id, path=f"/site/{id}.yaml", data={}, signatures=tuple(signatures),
-                           exclude=tuple(exclude), phrases=tuple(phrases), values=tuple(values),
-                           leads_to=(), fact_rules=())
+    """An entry built directly, past the loader's checks: the engine must stay
+    safe even with what a loader lets through."""
+    return Entry(id=id, path=f"/site/{id}.yaml", signatures=tuple(signatures), exclude=tuple(exclude),
+                 phrases=tuple(phrases), values=tuple(values))
 
 
 def _kb(*entries):
@@ -288,10 +288,10 @@ def test_size_limit(demo):
 ])
 def test_scheduler_is_detected_from_the_log(demo, marker, expected):
     d = diagnose_text(NOISE + marker + "\n" + NOISE, demo)
-    assert d.context["scheduler"] == expected
+    assert d.scheduler == expected
     assert d.to_dict()["scheduler"] == expected
 
 
 def test_first_scheduler_marker_wins(demo):
     d = diagnose_text("=>> PBS: job killed: mem\n" + NOISE + "srun: error: x\n", demo)
-    assert d.context["scheduler"] == "pbs"
+    assert d.scheduler == "pbs"

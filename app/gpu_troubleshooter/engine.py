@@ -11,6 +11,7 @@ Two stages, so that the expensive part only sees candidates:
 import io
 
 from .findings import Diagnosis, Evidence, Finding
+from .keylines import PATTERNS as KEY_PATTERNS, KeyLineCollector
 from .normalize import clean, decode
 from . import reader
 from .scanner import Scanner, re2_pattern
@@ -93,6 +94,10 @@ class CompiledKnowledgeBase:
         self.problems = []
         self.entries = [_CompiledEntry(entry, self.problems) for entry in kb.entries]
         self.scanner = self._scanner()
+        # The generic shapes of a job's ending (keylines.py) ride the same pass,
+        # every match of them (the last ones of each kind are what counts).
+        self.key_kinds = [kind for kind, _ in KEY_PATTERNS]
+        self.key_scanner = Scanner([(rx, True) for _, rx in KEY_PATTERNS], all_matches=True)
 
     def _scanner(self):
         patterns, groups, self.owner = [], [], []
@@ -225,8 +230,21 @@ def _diagnose(buffers, kb, source, facts):
         for done in ev.add(hit, (si,)):
             need[pid_of[(ei, done)]] = False
 
+    keys, key_kinds, key_line = KeyLineCollector(), ckb.key_kinds, [0, "", []]
+
+    def on_key(hit):  # every shape a line matches, fed once per line, in log order
+        if hit.line_no != key_line[0]:
+            flush_key()
+            key_line[:] = [hit.line_no, clean(decode(hit.raw)), []]
+        key_line[2].extend(key_kinds[pid] for pid in hit.pattern_ids)
+
+    def flush_key():
+        if key_line[2]:
+            keys.feed_kinds(key_line[0], key_line[1], key_line[2])
+        key_line[:] = [0, "", []]
+
     line_no, nbytes, last = 1, 0, b"\n"
-    scan = ckb.scanner.scan
+    scan, key_scan = ckb.scanner.scan, ckb.key_scanner.scan
     counter = _NewlineCounter()
     try:
         for buf, end in buffers:
@@ -234,6 +252,8 @@ def _diagnose(buffers, kb, source, facts):
                 continue
             counting = counter.count(buf, end)  # overlaps the scan: Hyperscan releases the GIL
             scan(buf, line_no, need, on_hit, end)
+            key_scan(buf, line_no, None, on_key, end)
+            flush_key()
             line_no += counting()
             nbytes += end
             last = buf[end - 1:end]
@@ -243,9 +263,8 @@ def _diagnose(buffers, kb, source, facts):
     findings = [f for ei, ev in evidence.items() if (f := _score(ev)) is not None]
     if facts is not None:
         findings = _apply_facts(findings, kb, facts)
-    context = {"scheduler": min(seen_markers)[1] if seen_markers else None}
     return Diagnosis(source=source, findings=rank(findings), lines=lines, bytes=nbytes, site=kb.site, facts=facts,
-                     context=context)
+                     scheduler=min(seen_markers)[1] if seen_markers else None, key_lines=keys.result())
 
 
 class _NewlineCounter:

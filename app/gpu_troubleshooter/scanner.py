@@ -26,10 +26,10 @@ Hyperscan scratch space.
 """
 import bisect
 import hashlib
-import os
 import threading
 from dataclasses import dataclass
-from pathlib import Path
+
+from .cache import default_cache
 
 try:
     import hyperscan
@@ -48,11 +48,6 @@ class LineHit:
     raw: bytes              # the carriage-return segment that matched (at most MAX_SEGMENT bytes)
     context: tuple          # (raw bytes of the line before, the line after) - each may be b""
     pattern_ids: frozenset  # the patterns reported on this segment (the engine checks for more)
-
-
-def cache_dir():
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "gpu-troubleshooter"
 
 
 def re2_pattern(pattern, case_sensitive, multiline=False):
@@ -123,8 +118,11 @@ class Scanner:
     `groups[pid]` (optional) names who owns a pattern (an entry): a segment is
     handed to `on_hit` once per group, with the group's reported patterns."""
 
-    def __init__(self, patterns, groups=None, use_hyperscan=True):
+    def __init__(self, patterns, groups=None, use_hyperscan=True, all_matches=False):
+        """`all_matches`: report every match (no `need`), for the few generic
+        shapes whose every line counts (keylines.py)."""
         self.patterns = list(patterns)
+        self.all_matches = all_matches
         self.groups = list(groups) if groups is not None else list(range(len(self.patterns)))
         self._local = threading.local()
         self._lock = threading.Lock()
@@ -134,7 +132,10 @@ class Scanner:
             self.backend = "none"
         elif hyperscan is not None and use_hyperscan:
             self.backend = "hyperscan"
-            self._db = self._hyperscan_db(single=True)
+            if all_matches:
+                self._db_all = self._hyperscan_db(single=False)
+            else:
+                self._db = self._hyperscan_db(single=True)
         else:
             import re2
             self.backend = "re2"
@@ -151,21 +152,16 @@ class Scanner:
     def _hyperscan_db(self, single):
         flag = hyperscan.HS_FLAG_SINGLEMATCH if single else 0
         key = hashlib.sha256(repr((hyperscan.__version__, single, self.patterns)).encode()).hexdigest()[:24]
-        cached = cache_dir() / f"hs-{key}.db"
+        kind = "hs" if single else "hs-all"
+        cache = default_cache()
         try:
-            return hyperscan.loadb(cached.read_bytes(), hyperscan.HS_MODE_BLOCK)
+            return hyperscan.loadb(cache.load_bytes(kind, key, "db"), hyperscan.HS_MODE_BLOCK)
         except (OSError, hyperscan.error, TypeError, ValueError):
             pass
         db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
         flags = [(0 if cs else hyperscan.HS_FLAG_CASELESS) | hyperscan.HS_FLAG_MULTILINE | flag for _, cs in self.patterns]
         db.compile(expressions=[p.encode() for p, _ in self.patterns], ids=list(range(len(self.patterns))), flags=flags)
-        try:  # a cache that cannot be written only costs start-up time
-            cached.parent.mkdir(parents=True, exist_ok=True)
-            tmp = cached.with_suffix(f".{os.getpid()}.{threading.get_ident()}.tmp")
-            tmp.write_bytes(hyperscan.dumpb(db))
-            os.replace(tmp, cached)
-        except OSError:
-            pass
+        cache.store_bytes(kind, key, hyperscan.dumpb(db), "db")  # atomic; a failed write only costs start-up time
         return db
 
     def _scratch(self, name, db):
@@ -198,7 +194,9 @@ class Scanner:
             on_hit = collected.append
         if need is None:
             need = [True] * len(self.patterns)
-        if self.backend == "hyperscan":
+        if self.backend == "hyperscan" and self.all_matches:
+            self._all_matches(memoryview(chunk)[:end], 0, end, need, _ChunkState(chunk, end, first_line_no, self.groups, on_hit))
+        elif self.backend == "hyperscan":
             self._scan_hyperscan(chunk, end, need, _ChunkState(chunk, end, first_line_no, self.groups, on_hit))
         else:
             chunk = bytes(memoryview(chunk)[:end])
@@ -213,7 +211,7 @@ class Scanner:
         while True:
             found = []
 
-            def first(pid, start, match_end, flags, ctx, base=pos):
+            def first(pid, start, match_end, flags, ctx, base=pos, found=found):
                 found.append((base + max(match_end - 1, 0), pid))
             self._db.scan(view[pos:stop], first, scratch=scratch)
             budget -= stop - pos
