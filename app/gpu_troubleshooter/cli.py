@@ -120,8 +120,6 @@ def run_diagnose(argv):
     lang = _language(args.lang)
     status = EXIT_CLEAN
     files = _expand(args.files)
-    if files.count("-") > 1:
-        diagnose_parser().error("'-' (standard input) can be given only once")
     for n, path in enumerate(files):
         try:
             diagnosis = diagnose_path(path, kb, facts=facts)
