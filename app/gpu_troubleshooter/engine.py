@@ -11,7 +11,7 @@ Two stages, so that the expensive part only sees candidates:
 import io
 
 from .findings import Diagnosis, Evidence, Finding
-from .keylines import PATTERNS as KEY_PATTERNS, KeyLineCollector
+from .keylines import KEEP_PER_KIND, PATTERNS as KEY_PATTERNS, KeyLineCollector
 from .normalize import clean, decode
 from . import reader
 from .scanner import Scanner, re2_pattern
@@ -97,7 +97,10 @@ class CompiledKnowledgeBase:
         # The generic shapes of a job's ending (keylines.py) ride the same pass,
         # every match of them (the last ones of each kind are what counts).
         self.key_kinds = [kind for kind, _ in KEY_PATTERNS]
-        self.key_scanner = Scanner([(rx, True) for _, rx in KEY_PATTERNS], all_matches=True)
+        # A chunk hands over only the last lines of each shape: the collector
+        # keeps the last KEEP_PER_KIND of the log anyway.
+        self.key_scanner = Scanner([(rx, True) for _, rx in KEY_PATTERNS], all_matches=True,
+                                   keep_last=2 * KEEP_PER_KIND)
 
     def _scanner(self):
         patterns, groups, self.owner = [], [], []
@@ -106,6 +109,12 @@ class CompiledKnowledgeBase:
                 patterns.append((sig.pattern, sig.case_sensitive))
                 groups.append(ei)
                 self.owner.append((ei, si))
+        self.key_pids = {}  # the key-line shapes ride the main pass too: it says which occur in a chunk
+        for k, (_, rx) in enumerate(KEY_PATTERNS):
+            self.key_pids[len(patterns)] = k
+            patterns.append((rx, True))
+            groups.append(-100 - k)
+            self.owner.append((None, None))
         self.markers = {}
         for name, rx in SCHEDULER_MARKERS:
             self.markers[len(patterns)] = name
@@ -216,9 +225,15 @@ def _diagnose(buffers, kb, source, facts):
     evidence = {}
     seen_markers = []
 
+    key_pids, keys_present = ckb.key_pids, set()
+
     def on_hit(hit):
         (pid,) = hit.pattern_ids
         ei, si = owner[pid]
+        if si is None:  # a key-line shape: present in this chunk
+            keys_present.add(key_pids[pid])
+            need[pid] = False
+            return
         if ei is None:
             if need[pid]:
                 need[pid] = False
@@ -252,8 +267,11 @@ def _diagnose(buffers, kb, source, facts):
                 continue
             counting = counter.count(buf, end)  # overlaps the scan: Hyperscan releases the GIL
             scan(buf, line_no, need, on_hit, end)
-            key_scan(buf, line_no, None, on_key, end)
+            key_scan(buf, line_no, None, on_key, end, present=keys_present)
             flush_key()
+            for pid in key_pids:
+                need[pid] = True
+            keys_present.clear()
             line_no += counting()
             nbytes += end
             last = buf[end - 1:end]

@@ -39,6 +39,7 @@ except ImportError:  # no wheel for this platform: the portable fallback
 MAX_SEGMENT = 4000        # bytes kept of one matched segment (centred on the match)
 MAX_CONTEXT = 4000        # bytes kept of the line before and after
 RESCAN_WINDOW = 4 * 1024   # a rescan for a pattern that wants more lines looks this far first (doubling)
+TAIL_WINDOW = 256 * 1024   # all-matches patterns that keep only their last lines: the tail scanned first
 RESCAN_BUDGET = 3          # x the chunk: bytes rescanned, then one all-matches scan of the rest
 
 
@@ -118,11 +119,12 @@ class Scanner:
     `groups[pid]` (optional) names who owns a pattern (an entry): a segment is
     handed to `on_hit` once per group, with the group's reported patterns."""
 
-    def __init__(self, patterns, groups=None, use_hyperscan=True, all_matches=False):
+    def __init__(self, patterns, groups=None, use_hyperscan=True, all_matches=False, keep_last=None):
         """`all_matches`: report every match (no `need`), for the few generic
-        shapes whose every line counts (keylines.py)."""
+        shapes whose last lines count (keylines.py); `keep_last`: per chunk,
+        hand over only the last this many matches of each pattern."""
         self.patterns = list(patterns)
-        self.all_matches = all_matches
+        self.all_matches, self.keep_last = all_matches, keep_last
         self.groups = list(groups) if groups is not None else list(range(len(self.patterns)))
         self._local = threading.local()
         self._lock = threading.Lock()
@@ -181,11 +183,13 @@ class Scanner:
 
     # -- scanning ------------------------------------------------------------
 
-    def scan(self, chunk, first_line_no: int, need=None, on_hit=None, end=None):
+    def scan(self, chunk, first_line_no: int, need=None, on_hit=None, end=None, present=None):
         """Hand each matching segment of `chunk[:end]` (bytes or a reused
         bytearray) to `on_hit(LineHit)` (or return them as a list).
         `need[pid]` false: the caller has enough of that pattern, do not report
-        it again. `first_line_no`: number of the chunk's first line."""
+        it again. `first_line_no`: number of the chunk's first line.
+        `present` (keep_last scanners): the patterns known to occur in the
+        chunk; an empty set means nothing to do."""
         end = len(chunk) if end is None else end
         if self.backend == "none" or not end:
             return []
@@ -194,7 +198,10 @@ class Scanner:
             on_hit = collected.append
         if need is None:
             need = [True] * len(self.patterns)
-        if self.backend == "hyperscan" and self.all_matches:
+        if self.backend == "hyperscan" and self.all_matches and self.keep_last:
+            if present is None or present:
+                self._last_matches(chunk, end, _ChunkState(chunk, end, first_line_no, self.groups, on_hit), present)
+        elif self.backend == "hyperscan" and self.all_matches:
             self._all_matches(memoryview(chunk)[:end], 0, end, need, _ChunkState(chunk, end, first_line_no, self.groups, on_hit))
         elif self.backend == "hyperscan":
             self._scan_hyperscan(chunk, end, need, _ChunkState(chunk, end, first_line_no, self.groups, on_hit))
@@ -242,6 +249,41 @@ class Scanner:
                 nl = chunk.find(b"\r", pos + window, end)  # or a progress bar's update
             stop = end if nl < 0 else nl + 1
 
+    def _last_matches(self, chunk, end, state, present=None):
+        """The last `keep_last` matches of each pattern in the chunk, without a
+        Python call per match of the rest: every match of the chunk's tail;
+        the part before it only when a pattern there is still short of lines."""
+        view = memoryview(chunk)[:end]
+        db = self._all_matches_db()
+        nl = chunk.rfind(b"\n", 0, max(0, end - TAIL_WINDOW)) if end > TAIL_WINDOW else -1
+        lo = nl + 1  # the tail starts on a line boundary
+        tail = []
+        db.scan(view[lo:end], lambda pid, s, e, f, c: tail.append((lo + max(e - 1, 0), pid)), scratch=self._scratch("all", db))
+        found = tail
+        if lo:
+            counts = {}
+            for _, pid in tail:
+                counts[pid] = counts.get(pid, 0) + 1
+            if present is None:  # which patterns occur before the tail at all
+                if self._db is None:
+                    with self._lock:
+                        if self._db is None:
+                            self._db = self._hyperscan_db(single=True)
+                present = set()
+                self._db.scan(view[:lo], lambda pid, s, e, f, c: present.add(pid), scratch=self._scratch("single", self._db))
+            short = {pid for pid in present if counts.get(pid, 0) < self.keep_last}
+            if short:
+                head = []
+
+                def collect(pid, s, e, f, c):
+                    if pid in short:
+                        head.append((max(e - 1, 0), pid))
+                db.scan(view[:lo], collect, scratch=self._scratch("all", db))
+                found = head + tail
+        found.sort()
+        for off, pid in _last_of_each(found, self.keep_last):
+            state.hit(off, pid)
+
     def _all_matches(self, view, pos, end, need, state):
         db = self._all_matches_db()
         found = []
@@ -251,6 +293,8 @@ class Scanner:
                 found.append((pos + max(match_end - 1, 0), pid))
         db.scan(view[pos:end], collect, scratch=self._scratch("all", db))
         found.sort()
+        if self.keep_last and len(found) > self.keep_last:
+            found = _last_of_each(found, self.keep_last)
         for off, pid in found:
             if need[pid]:
                 state.hit(off, pid)
@@ -279,6 +323,18 @@ class Scanner:
                         break
                     state.hit(start + max(lm.end() - 1, lm.start()), pid)
             pos = end + 1
+
+
+def _last_of_each(found, n):
+    """The last `n` (offset, pid) of each pid, still in offset order."""
+    seen, out = {}, []
+    for off, pid in reversed(found):
+        k = seen.get(pid, 0)
+        if k < n:
+            seen[pid] = k + 1
+            out.append((off, pid))
+    out.reverse()
+    return out
 
 
 class _ChunkState:
