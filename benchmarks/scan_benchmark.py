@@ -1,23 +1,38 @@
 #!/usr/bin/env python3
-"""Scan speed and memory against GNU grep, and CLI start-up time.
+"""Scan speed, memory and start-up against the floor and the peers, one table.
 
-    .venv/bin/python benchmarks/scan_benchmark.py [--size-mb 1024] [--runs 3]
+    .venv/bin/python benchmarks/scan_benchmark.py [--size 256] [--runs 3] [--quick]
 
-Generates a noisy training log (progress bars, warnings, several ranks,
-ANSI colour) with a CUDA OOM and NCCL abort at the end, then times
-`troubleshoot --json` and `grep -E -i -c -f anchors.txt` over the same file,
-with the knowledge base's signatures translated to POSIX ERE as the anchors.
-Peak memory is the child's max RSS. Not a test: figures go in the README.
+Cases (logs are generated once into .bench/, sizes in MiB):
+  clean        a noisy training log (progress bars, warnings, ranks, ANSI
+               colour) with a CUDA OOM and an NCCL abort at its end
+  match-heavy  --size MiB of matching lines (the same OOM line over and over)
+  progress bar 16 MiB, one line: tqdm updates joined by carriage returns,
+               every one matching (a CPU-only torch build)
+  gzip         the clean log, gzip -6
+  KB 6x / 21x  the clean log with synthetic site knowledge bases of 144 and
+               about 6x and 21x the bundled entries (rotated-letter copies)
+  10 KB        a 10 KB log, warm cache, and a cold start (empty cache) with
+               the 21x knowledge base
+Beside ours, from the same run: the floor (benchmarks/bare_hyperscan.py:
+read 4 MiB blocks, scan with the same signatures, count matches), ripgrep
+(`rg -i -c -f`) and GNU grep (`grep -E -i -c -f`) with the signatures as
+POSIX ERE anchors. Times are whole processes (median wall, and CPU =
+user+sys of the child); "in-process" compares diagnose_path with the bare
+loop inside one Python process (no start-up). Not a test: figures go in
+the README's Speed section.
 """
 import argparse
+import gzip
+import json
 import os
 import random
 import re
-import resource
 import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -40,6 +55,8 @@ TAIL = (
     "WorkNCCL(SeqNum=91, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600391 milliseconds before timing out.\n"
     "srun: error: gpu042: task 0: Exited with exit code 1\n"
 )
+HEAVY_LINE = "0: RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB\n"
+BAR_UPDATE = "Epoch 1:  50%|#####     | 500/1000 [00:10<00:10, 50.0it/s, torch 2.1.0+cpu]\r"
 
 
 def generate(path, size_mb):
@@ -69,9 +86,7 @@ def to_ere(pattern):
     return None if re.search(r"\(\?|\\[bBAZ]", ere) else ere
 
 
-def anchors_file():
-    from gpu_troubleshooter.knowledge import load_knowledge_base
-    kb = load_knowledge_base()
+def anchors_file(kb):
     pats = [to_ere(s.pattern) for e in kb.entries for s in e.signatures]
     good = []
     for p in filter(None, pats):
@@ -82,44 +97,246 @@ def anchors_file():
     return path, len(good), len(pats)
 
 
-def timed(cmd, runs):
-    """(median wall seconds, max RSS MiB of the child) over `runs` runs."""
-    walls, rss = [], 0
+def bare_db(kb):
+    import hyperscan
+    pats = [(s.pattern, s.case_sensitive) for e in kb.entries for s in e.signatures]
+    db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
+    db.compile(expressions=[p.encode() for p, _ in pats], ids=list(range(len(pats))),
+               flags=[(0 if cs else hyperscan.HS_FLAG_CASELESS) | hyperscan.HS_FLAG_MULTILINE for _, cs in pats])
+    path = WORK / "bare.db"
+    path.write_bytes(hyperscan.dumpb(db))
+    return path, db
+
+
+def write_repeated(path, unit, size_mb, tail=""):
+    if path.exists() and path.stat().st_size >= size_mb * 2**20:
+        return
+    block = unit * max(1, (1 << 20) // len(unit))
+    with open(path, "w") as f:
+        for _ in range(size_mb):
+            f.write(block)
+        f.write(tail)
+
+
+def rotate(pattern, k):
+    """Every third plain letter of a regex rotated by k: a different pattern of the same shape."""
+    out, i, n, seen = [], 0, len(pattern), 0
+    while i < n:
+        c = pattern[i]
+        if c == "\\":
+            out.append(pattern[i:i + 2])
+            i += 2
+            continue
+        if c == "[":
+            j = pattern.find("]", i + 2)
+            j = n - 1 if j < 0 else j
+            out.append(pattern[i:j + 1])
+            i = j + 1
+            continue
+        if c == "{" or pattern.startswith("(?", i):
+            j = pattern.find("}" if c == "{" else ":", i)
+            j = i if j < 0 else j
+            out.append(pattern[i:j + 1])
+            i = j + 1
+            continue
+        if c.isascii() and c.isalpha():
+            seen += 1
+            if seen % 3 == 0:
+                base = ord("a") if c.islower() else ord("A")
+                c = chr(base + (ord(c) - base + k) % 26)
+        out.append(c)
+        i += 1
+    return "".join(out)
+
+
+def synthetic_kb(copies):
+    """A site folder with copies-1 rotated copies of every bundled entry (`copies` x the KB in all)."""
+    import yaml
+    from gpu_troubleshooter.knowledge import bundled_dir, entry_files
+    folder = WORK / f"kb-{copies}x"
+    if folder.is_dir() and len(list(folder.glob("*.yaml"))) >= (copies - 1) * 20:
+        return folder
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
+    for path in entry_files(bundled_dir()):
+        data = yaml.safe_load(path.read_text())
+        if not isinstance(data, dict) or "id" not in data:
+            continue
+        for k in range(1, copies):
+            d = dict(data)
+            d["id"] = f"{data['id']}-s{k}"
+            d.pop("leads_to", None)
+            d.pop("refines", None)
+            d.pop("aliases", None)
+            d["signatures"] = [{**s, **({"regex": rotate(s["regex"], k)} if "regex" in s else {"literal": rotate(s["literal"], k)})}
+                               for s in data["signatures"]]
+            d["phrases"] = [rotate(p, k) for p in data.get("phrases", [])]
+            (folder / f"{d['id']}.yaml").write_text(yaml.safe_dump(d, allow_unicode=True, sort_keys=False))
+    return folder
+
+
+def run(cmd, runs, env=None, shell=False, timeout=None, before=None):
+    """(median wall s, median CPU s, max RSS MiB) of a child process; wall None on timeout."""
+    walls, cpus, rss = [], [], 0.0
     for _ in range(runs):
-        before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+        if before:
+            before()
         t = time.perf_counter()
-        subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        child = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, shell=shell)
+        deadline = None if timeout is None else t + timeout
+        while True:  # wait4: this child's own CPU time and peak memory
+            pid, status, usage = os.wait4(child.pid, os.WNOHANG)
+            if pid:
+                break
+            if deadline and time.perf_counter() > deadline:
+                child.kill()
+                os.wait4(child.pid, 0)
+                return None, None, None
+            time.sleep(0.002)
+        child.returncode = os.waitstatus_to_exitcode(status)
         walls.append(time.perf_counter() - t)
-        rss = max(rss, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, before)
-    return statistics.median(walls), rss / 1024
+        cpus.append(usage.ru_utime + usage.ru_stime)
+        rss = max(rss, usage.ru_maxrss / 1024)
+    return statistics.median(walls), statistics.median(cpus), rss
+
+
+def in_process(kb, db, log, runs):
+    """{name: (wall, CPU)} best-of-runs inside this process: the scan without start-up
+    (CPU counts every thread of the process)."""
+    import hyperscan
+    from gpu_troubleshooter.engine import diagnose_path
+    scratch = hyperscan.Scratch(db)
+
+    def bare():
+        with open(log, "rb") as f:
+            while True:
+                block = f.read(4 * 1024 * 1024)
+                if not block:
+                    return
+                db.scan(block, lambda *a: None, scratch=scratch)
+    best = {}
+    for name, fn in (("ours", lambda: diagnose_path(log, kb)), ("bare", bare)):
+        fn()
+        walls, cpus = [], []
+        for _ in range(runs):
+            t, c = time.perf_counter(), time.process_time()
+            fn()
+            walls.append(time.perf_counter() - t)
+            cpus.append(time.process_time() - c)
+        best[name] = (min(walls), min(cpus))
+    return best["ours"], best["bare"]
+
+
+def fmt(x, unit="s"):
+    if x is None:
+        return "timeout"
+    return f"{x * 1000:.0f} ms" if unit == "ms" else f"{x:.2f} s"
 
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--size-mb", type=int, default=1024)
+    ap.add_argument("--size", type=int, default=256, help="MiB of the clean and match-heavy logs (default 256)")
     ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--peer-timeout", type=int, default=60, help="seconds before grep/rg on a case are given up")
     a = ap.parse_args()
     WORK.mkdir(exist_ok=True)
     exe = shutil.which("troubleshoot", path=str(Path(sys.executable).parent)) or "troubleshoot"
-    log = WORK / f"train-{a.size_mb}mb.log"
-    generate(log, a.size_mb)
-    anchors, n_ere, n_all = anchors_file()
-    subprocess.run([exe, "--json", str(log)], capture_output=True)  # warm the page cache and the pattern cache
-    subprocess.run(["grep", "-E", "-i", "-c", "-f", str(anchors), str(log)], capture_output=True)
-    ours, ours_rss = timed([exe, "--json", str(log)], a.runs)
-    grep, _ = timed(["grep", "-E", "-i", "-c", "-f", str(anchors), str(log)], a.runs)
+    from gpu_troubleshooter.knowledge import load_knowledge_base
+    kb = load_knowledge_base()
+    clean = WORK / f"clean-{a.size}mb.log"
+    generate(clean, a.size)
+    heavy = WORK / f"heavy-{a.size}mb.log"
+    write_repeated(heavy, HEAVY_LINE, a.size)
+    bar = WORK / "bar-16mb.log"
+    write_repeated(bar, BAR_UPDATE, 16, "\n")
+    gz = WORK / f"clean-{a.size}mb.log.gz"
+    if not gz.exists():
+        with open(clean, "rb") as src, gzip.open(gz, "wb", compresslevel=6) as dst:
+            shutil.copyfileobj(src, dst, 1 << 22)
     small = WORK / "small-10kb.log"
-    small.write_text(open(log).read(10_000 - len(TAIL)) + "\n" + TAIL)
-    start, start_rss = timed([exe, str(small)], max(a.runs, 10))
-    import json
-    doc = json.loads(subprocess.run([exe, "--json", str(log)], capture_output=True, text=True).stdout)
-    top = doc["findings"][0]["id"] if doc["findings"] else "no known failure"
-    print(f"log: {log.stat().st_size / 2**20:.0f} MiB, anchors: {n_ere} of {n_all} signatures expressible in ERE")
-    print(f"troubleshoot --json : {ours:6.2f} s  peak RSS {ours_rss:5.0f} MiB")
-    print(f"grep -E -i -c -f    : {grep:6.2f} s")
-    print(f"ratio ours/grep     : {ours / grep:6.2f}")
-    print(f"troubleshoot 10 KB  : {start * 1000:6.0f} ms  (median of {max(a.runs, 10)}), peak RSS {start_rss:.0f} MiB")
-    print(f"top finding         : {top}")
+    with open(clean, errors="replace") as f:  # a small parent: a child's peak memory starts from it
+        small.write_text(f.read(10_000 - len(TAIL)) + "\n" + TAIL)
+    anchors, n_ere, n_all = anchors_file(kb)
+    db_path, db = bare_db(kb)
+    rg = shutil.which("rg")
+    rows = []
+
+    def row(case, size_mb, ours, peers=(), note=""):
+        rows.append((case, size_mb, ours, peers, note))
+
+    env = dict(os.environ)
+    for log in (clean, heavy, bar, small):  # warm the page cache and our pattern cache
+        subprocess.run([exe, "--json", str(log)], capture_output=True, env=env)
+    o = run([exe, "--json", str(clean)], a.runs)
+    b = run([sys.executable, str(Path(__file__).with_name("bare_hyperscan.py")), str(db_path), str(clean)], a.runs)
+    r = run(["rg", "-i", "-c", "-f", str(anchors), str(clean)], a.runs, timeout=a.peer_timeout) if rg else (None,) * 3
+    g = run(["grep", "-E", "-i", "-c", "-f", str(anchors), str(clean)], a.runs, timeout=a.peer_timeout)
+    ours_in, bare_in = in_process(kb, db, clean, a.runs)
+    row("clean", a.size, o, [("bare hyperscan", b), ("rg -i -c -f", r), ("grep -E -i -c -f", g)])
+    latency0 = run([exe, str(small)], max(5, a.runs))  # start-up, taken off the per-byte figures
+    clean_cpu_per_mb = (o[1] - latency0[1]) / a.size
+    h = run([exe, "--json", str(heavy)], a.runs)
+    hr = run(["rg", "-i", "-c", "-f", str(anchors), str(heavy)], a.runs, timeout=a.peer_timeout) if rg else (None,) * 3
+    hg = run(["grep", "-E", "-i", "-c", "-f", str(anchors), str(heavy)], 1, timeout=a.peer_timeout)
+    row("match-heavy", a.size, h, [("rg -i -c -f", hr), ("grep -E -i -c -f", hg)])
+    p = run([exe, "--json", str(bar)], a.runs)
+    pr = run(["rg", "-i", "-c", "-f", str(anchors), str(bar)], a.runs, timeout=a.peer_timeout) if rg else (None,) * 3
+    row("progress bar (1 line)", 16, p, [("rg -i -c -f", pr)])
+    z = run([exe, "--json", str(gz)], a.runs)
+    zr = run(f"gzip -dc {gz} | rg -i -c -f {anchors}", a.runs, shell=True, timeout=a.peer_timeout) if rg else (None,) * 3
+    zg = run(f"gzip -dc {gz} | grep -E -i -c -f {anchors}", a.runs, shell=True, timeout=a.peer_timeout)
+    row("gzip (of clean)", a.size, z, [("gzip -dc | rg", zr), ("gzip -dc | grep", zg)])
+    latency = run([exe, str(small)], max(10, a.runs))
+    row("10 KB, warm", 0.01, latency)
+    kb_rows = []
+    for copies in (6, 21):
+        folder = synthetic_kb(copies)
+        kenv = dict(env, TROUBLESHOOT_KB=str(folder))
+        n_entries = len(load_knowledge_base([folder]).entries)
+        subprocess.run([exe, "--json", str(small)], capture_output=True, env=kenv)
+        k = run([exe, "--json", str(clean)], a.runs, env=kenv)
+        kl = run([exe, str(small)], max(5, a.runs), env=kenv)
+        row(f"clean, KB {copies}x ({n_entries} entries)", a.size, k)
+        row(f"10 KB, warm, KB {copies}x", 0.01, kl)
+        kb_rows.append((copies, n_entries, k, kl))
+    cold_dir = Path(tempfile.mkdtemp(prefix="ts-cold-"))
+    folder = synthetic_kb(21)
+
+    def fresh_cache():
+        shutil.rmtree(cold_dir, ignore_errors=True)
+        cold_dir.mkdir()
+    cold = run([exe, str(small)], 2, env=dict(env, TROUBLESHOOT_KB=str(folder), XDG_CACHE_HOME=str(cold_dir)), before=fresh_cache)
+    row(f"10 KB, cold start, KB 21x ({kb_rows[-1][1]} entries)", 0.01, cold)
+    shutil.rmtree(cold_dir, ignore_errors=True)
+
+    import hyperscan
+    print(f"hyperscan {hyperscan.__version__}, {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}; "
+          f"{len(kb.entries)} entries, {n_all} signatures ({n_ere} as ERE anchors for rg/grep)")
+    print()
+    print("| case | MiB | troubleshoot wall | CPU | peak MiB | beside it, same run (wall / CPU) |")
+    print("|---|---:|---:|---:|---:|---|")
+    for case, size, (w, c, m), peers, _ in rows:
+        unit = "ms" if size < 1 else "s"
+        others = "; ".join(f"{name}: {fmt(pw, unit)} / {fmt(pc, unit)}" for name, (pw, pc, _) in peers)
+        print(f"| {case} | {size:g} | {fmt(w, unit)} | {fmt(c, unit)} | {m:.0f} | {others} |")
+    print()
+    ratios = [
+        ("clean: ours / bare Python+Hyperscan (whole process, wall)", o[0] / b[0]),
+        ("clean: ours / bare Python+Hyperscan (whole process, CPU)", o[1] / b[1]),
+        ("clean: ours / bare loop (in-process, no start-up, wall)", ours_in[0] / bare_in[0]),
+        ("clean: ours / bare loop (in-process, no start-up, CPU of all threads)", ours_in[1] / bare_in[1]),
+        ("clean: ours / rg -i -c -f (wall)", o[0] / r[0] if r[0] else float("nan")),
+        ("clean: ours / grep -E -i -c -f (wall)", o[0] / g[0] if g[0] else float("nan")),
+        ("match-heavy: CPU per byte / clean's (start-up taken off both)", ((h[1] - latency0[1]) / a.size) / clean_cpu_per_mb),
+        ("progress bar: CPU per byte / clean's (start-up taken off both)", ((p[1] - latency0[1]) / 16) / clean_cpu_per_mb),
+        ("gzip: ours / gzip -dc | rg (wall)", z[0] / zr[0] if zr[0] else float("nan")),
+    ]
+    for copies, _n, k, _ in kb_rows:
+        ratios.append((f"clean, KB {copies}x: wall / 1x", k[0] / o[0]))
+    for name, value in ratios:
+        print(f"{name:<72} {value:6.2f}")
+    print(f"{'10 KB warm, median wall / CPU (ms)':<72} {latency[0] * 1000:6.0f} / {latency[1] * 1000:.0f}")
+    print(f"{f'cold start, {kb_rows[-1][1]}-entry KB, 10 KB log, wall / CPU (s)':<72} {cold[0]:6.2f} / {cold[1]:.2f}")
 
 
 if __name__ == "__main__":

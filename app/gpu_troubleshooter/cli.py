@@ -129,6 +129,8 @@ def run_diagnose(argv):
                 print(as_json({"schema": JSON_SCHEMA_VERSION, "source": path, "error": str(e), "findings": []}))
             status = EXIT_ERROR
             continue
+        for warning in diagnosis.context.get("warnings", ()):
+            print(f"troubleshoot: warning: {warning}", file=sys.stderr)
         if args.json:
             print(as_json(diagnosis.to_dict(lang)))
         else:

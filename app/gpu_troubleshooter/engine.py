@@ -9,59 +9,132 @@ Two stages, so that the expensive part only sees candidates:
    count), their values extracted, and the entries ranked root cause first.
 """
 import io
-import re
-from collections import deque
-from dataclasses import dataclass
-
-from rapidfuzz import fuzz
 
 from .findings import Diagnosis, Evidence, Finding
-from .keylines import PATTERNS as KEY_PATTERNS, KeyLineCollector
+from .keylines import KEEP_PER_KIND, PATTERNS as KEY_PATTERNS, KeyLineCollector
 from .normalize import clean, decode
 from . import reader
-from .reader import open_log
-from .scanner import Scanner
+from .scanner import Scanner, re2_pattern
 
 REPORT_THRESHOLD = 0.5   # below this combined confidence: "no known failure"
 FUZZY_FLOOR = 0.80       # a phrase similarity below this adds nothing
 FUZZY_WEIGHT = 0.95      # what a perfect phrase match is worth on its own
 FUZZY_LIFT = 0.45        # how far a phrase can lift one weak signature's weight
-KEEP_HITS = 40           # per entry: the first and the last this many lines
+KEEP_PER_SIGNATURE = 4   # per entry and signature: the strongest (then earliest) lines kept
+LOOK_PER_SIGNATURE = 32  # non-excluded lines of one signature weighed before it counts as seen enough
 SHOWN_EVIDENCE = 8
 
+# Which batch system ran the job, from what it writes into the job's output
+# (case-sensitive: these are the schedulers' own words). `log.scheduler` in
+# fix conditions; the first one seen wins.
+SCHEDULER_MARKERS = (
+    ("slurm", r"slurmstepd(?:-[\w.-]+)?: |srun: error|SLURM_JOB_ID"),
+    ("pbs", r"=>> PBS: |PBS: job killed|PBS_JOBID"),
+    ("lsf", r"TERM_RUNLIMIT|TERM_MEMLIMIT|Sender: LSF System"),
+)
 
-@dataclass
+
 class _CompiledEntry:
-    entry: object
-    exclude: tuple
-    values: tuple
-    phrases: tuple
+    """An entry's regexes, all RE2 (linear time, whatever a site entry holds)."""
+
+    def __init__(self, entry, problems):
+        self.entry, self._problems = entry, problems
+        self._exclude = self._values = None  # compiled on the entry's first candidate line
+        self.broken = False
+        self.phrases = tuple(p.lower() for p in entry.phrases)
+        self.weights = tuple(s.weight for s in entry.signatures)
+        # the most a line of each signature can be worth (a phrase can lift a weak one)
+        self.best_possible = tuple(max(w, min(FUZZY_WEIGHT, w + FUZZY_LIFT)) if self.phrases else w for w in self.weights)
+        self._set = None
+
+    def compile(self):
+        """Compile exclude and values (RE2); False, with a problem noted, when RE2 cannot run one."""
+        if self._exclude is None and not self.broken:
+            try:
+                self._exclude = tuple(re2_pattern(x.pattern, x.case_sensitive) for x in self.entry.exclude)
+                self._values = tuple((name, re2_pattern(rx, False)) for name, rx in self.entry.values)
+            except Exception as e:  # re2.error: a pattern RE2 cannot run (look-around, backreference)
+                self.broken = True
+                self._problems.append(f"{self.entry.path}: entry '{self.entry.id}' skipped: "
+                                      f"a pattern in exclude/values cannot be compiled: {e}")
+        return not self.broken
+
+    @property
+    def exclude(self):
+        self.compile()
+        return self._exclude or ()
+
+    @property
+    def values(self):
+        self.compile()
+        return self._values or ()
+
+    def signatures_on(self, raw):
+        """Indexes of this entry's signatures that match a raw segment."""
+        if self._set is None:
+            import re2
+            self._set, self._set_ids = re2.Set.SearchSet(re2.Options()), []
+            for si, sig in enumerate(self.entry.signatures):
+                try:
+                    self._set.Add((("" if sig.case_sensitive else "(?i)") + "(?m)" + sig.pattern).encode())
+                    self._set_ids.append(si)
+                except re2.error:
+                    pass  # the scanner's report for this signature still counts
+            self._set.Compile()
+        return [self._set_ids[i] for i in (self._set.Match(raw) or ())]
 
 
 class CompiledKnowledgeBase:
-    """The scanner and per-entry regexes for one KnowledgeBase, built once."""
+    """The scanner and per-entry regexes for one KnowledgeBase, built once.
+    An entry whose regexes RE2 or Hyperscan cannot take is left out and named
+    in `problems`: one bad site entry never stops a diagnosis."""
 
     def __init__(self, kb):
         self.kb = kb
-        patterns, self.owner = [], []
-        self.entries = []
-        for ei, entry in enumerate(kb.entries):
-            for si, sig in enumerate(entry.signatures):
+        self.problems = []
+        self.entries = [_CompiledEntry(entry, self.problems) for entry in kb.entries]
+        self.scanner = self._scanner()
+        # The generic shapes of a job's ending (keylines.py) ride the same pass,
+        # every match of them (the last ones of each kind are what counts).
+        self.key_kinds = [kind for kind, _ in KEY_PATTERNS]
+        # A chunk hands over only the last lines of each shape: the collector
+        # keeps the last KEEP_PER_KIND of the log anyway.
+        self.key_scanner = Scanner([(rx, True) for _, rx in KEY_PATTERNS], all_matches=True,
+                                   keep_last=2 * KEEP_PER_KIND)
+
+    def _scanner(self):
+        patterns, groups, self.owner = [], [], []
+        for ei, ce in enumerate(self.entries):
+            for si, sig in enumerate(ce.entry.signatures):
                 patterns.append((sig.pattern, sig.case_sensitive))
+                groups.append(ei)
                 self.owner.append((ei, si))
-            self.entries.append(_CompiledEntry(
-                entry=entry,
-                exclude=tuple(re.compile(x.pattern, 0 if x.case_sensitive else re.IGNORECASE) for x in entry.exclude),
-                values=tuple((name, re.compile(rx, re.IGNORECASE)) for name, rx in entry.values),
-                phrases=tuple(p.lower() for p in entry.phrases),
-            ))
-        # The generic shapes of a job's ending (keylines.py) ride the same pass.
-        self.key_kinds = {}
-        for kind, rx in KEY_PATTERNS:
-            self.key_kinds[len(patterns)] = kind
+        self.key_pids = {}  # the key-line shapes ride the main pass too: it says which occur in a chunk
+        for k, (_, rx) in enumerate(KEY_PATTERNS):
+            self.key_pids[len(patterns)] = k
             patterns.append((rx, True))
-            self.owner.append((-1, -1))
-        self.scanner = Scanner(patterns)
+            groups.append(-100 - k)
+            self.owner.append((None, None))
+        self.markers = {}
+        for name, rx in SCHEDULER_MARKERS:
+            self.markers[len(patterns)] = name
+            patterns.append((rx, True))
+            groups.append(-1 - len(self.markers))
+            self.owner.append((None, name))
+        try:
+            return Scanner(patterns, groups)
+        except Exception:  # a signature the scanner rejects: find its entry, leave that one out
+            bad = set()
+            for ei, ce in enumerate(self.entries):
+                try:
+                    Scanner([(s.pattern, s.case_sensitive) for s in ce.entry.signatures])
+                except Exception as e:
+                    bad.add(ei)
+                    self.problems.append(f"{ce.entry.path}: entry '{ce.entry.id}' skipped: the scanner rejects a signature: {e}")
+            if not bad:
+                raise
+            self.entries = [ce for ei, ce in enumerate(self.entries) if ei not in bad]
+            return self._scanner()
 
 
 _COMPILED = {}
@@ -70,57 +143,184 @@ _COMPILED = {}
 def compile_kb(kb) -> CompiledKnowledgeBase:
     held = _COMPILED.get(id(kb))
     if held is None or held.kb is not kb:
+        if len(_COMPILED) > 8:
+            _COMPILED.clear()
         held = _COMPILED[id(kb)] = CompiledKnowledgeBase(kb)
     return held
 
 
-class _EntryHits:
-    """The first and last KEEP_HITS candidate lines of one entry: flat memory."""
+class _Line:
+    __slots__ = ("line_no", "text", "weights", "weight", "value_texts")
 
-    def __init__(self):
-        self.first, self.last, self.count = [], deque(maxlen=KEEP_HITS), 0
-
-    def add(self, item):
-        self.count += 1
-        (self.first if len(self.first) < KEEP_HITS else self.last).append(item)
-
-    def __iter__(self):
-        yield from self.first
-        yield from self.last
+    def __init__(self, line_no, text, weights, value_texts):
+        self.line_no, self.text, self.weights, self.value_texts = line_no, text, weights, value_texts
+        self.weight = max(weights.values())
 
 
-def diagnose_stream(stream, kb, source="log", facts=None) -> Diagnosis:
-    """Diagnose a binary stream (plain or compressed); raises LogInputError."""
+class _EntryEvidence:
+    """What one entry keeps of a log: per signature, the KEEP_PER_SIGNATURE
+    strongest non-excluded lines (earliest first among equals). Bounded memory
+    whatever the log; exclusions are decided before a line takes a slot."""
+
+    def __init__(self, ce):
+        self.ce = ce
+        self.by_sig = {}
+        self.looked = {}
+
+    def add(self, hit, reported):
+        ce = self.ce
+        if not ce.compile():
+            return list(range(len(ce.weights)))  # a broken entry: nothing more of it is wanted
+        text = clean(decode(hit.raw))
+        if any(rx.search(text) for rx in ce.exclude):
+            return ()
+        sigs = set(ce.signatures_on(hit.raw)) | set(reported)
+        following = clean(decode(hit.context[1])) if hit.context[1] else ""
+        unwrapped = text + following  # a hard wrap splits a message mid-word
+        sim = 0.0
+        if ce.phrases and max(ce.weights[si] for si in sigs) < FUZZY_WEIGHT:  # else no lift can change what the line is worth
+            sim = max(phrase_similarity(ce.phrases, text), phrase_similarity(ce.phrases, unwrapped))
+        weights = {}
+        for si in sigs:
+            w = ce.weights[si]
+            if sim >= FUZZY_FLOOR:  # a known message, reworded or retyped
+                w = max(w, min(FUZZY_WEIGHT * sim, w + FUZZY_LIFT))
+            weights[si] = w
+        line = _Line(hit.line_no, text, weights, (text, unwrapped, clean(decode(hit.context[0])) + " " + text))
+        done = []
+        for si, w in weights.items():
+            kept = self.by_sig.setdefault(si, [])
+            self.looked[si] = self.looked.get(si, 0) + 1
+            if len(kept) < KEEP_PER_SIGNATURE:
+                kept.append(line)
+            else:
+                weakest = min(kept, key=lambda ln: (ln.weights[si], -ln.line_no))
+                if w > weakest.weights[si]:
+                    kept.remove(weakest)
+                    kept.append(line)
+            if self.looked[si] >= LOOK_PER_SIGNATURE or (
+                    len(kept) >= KEEP_PER_SIGNATURE and min(ln.weights[si] for ln in kept) >= ce.best_possible[si] - 1e-9):
+                done.append(si)
+        return done
+
+    def lines(self):
+        unique = {id(ln): ln for kept in self.by_sig.values() for ln in kept}
+        return sorted(unique.values(), key=lambda ln: ln.line_no)
+
+
+def diagnose_chunks(chunks, kb, source="log", facts=None) -> Diagnosis:
+    """Diagnose an iterable of byte chunks that end on line boundaries."""
+    return _diagnose(((chunk, len(chunk)) for chunk in chunks), kb, source, facts)
+
+
+def _diagnose(buffers, kb, source, facts):
+    """The scan: `buffers` yields (buffer, end) pairs, buffer[:end] one chunk."""
     ckb = compile_kb(kb)
-    hits = {}
-    keys = KeyLineCollector()
+    owner = ckb.owner
+    need = [True] * len(owner)
+    pid_of = {}
+    for pid, (ei, si) in enumerate(owner):
+        if ei is not None:
+            pid_of[(ei, si)] = pid
+    evidence = {}
+    seen_markers = []
+
+    key_pids, keys_present = ckb.key_pids, set()
+
+    def on_hit(hit):
+        (pid,) = hit.pattern_ids
+        ei, si = owner[pid]
+        if si is None:  # a key-line shape: present in this chunk
+            keys_present.add(key_pids[pid])
+            need[pid] = False
+            return
+        if ei is None:
+            if need[pid]:
+                need[pid] = False
+                seen_markers.append((hit.line_no, si))
+            return
+        ev = evidence.get(ei)
+        if ev is None:
+            ev = evidence[ei] = _EntryEvidence(ckb.entries[ei])
+        for done in ev.add(hit, (si,)):
+            need[pid_of[(ei, done)]] = False
+
+    keys, key_kinds, key_line = KeyLineCollector(), ckb.key_kinds, [0, "", []]
+
+    def on_key(hit):  # every shape a line matches, fed once per line, in log order
+        if hit.line_no != key_line[0]:
+            flush_key()
+            key_line[:] = [hit.line_no, clean(decode(hit.raw)), []]
+        key_line[2].extend(key_kinds[pid] for pid in hit.pattern_ids)
+
+    def flush_key():
+        if key_line[2]:
+            keys.feed_kinds(key_line[0], key_line[1], key_line[2])
+        key_line[:] = [0, "", []]
+
     line_no, nbytes, last = 1, 0, b"\n"
-    for chunk in reader.iter_chunks(open_log(stream), source, reader.CHUNK_SIZE):
-        for hit in ckb.scanner.scan(chunk, line_no):
-            sigs_by_entry = {}
-            kinds = [ckb.key_kinds[pid] for pid in hit.pattern_ids if pid in ckb.key_kinds]
-            if kinds:
-                keys.feed_kinds(hit.line_no, clean(decode(hit.raw)), kinds)
-            for pid in hit.pattern_ids:
-                ei, si = ckb.owner[pid]
-                if ei < 0:
-                    continue
-                sigs_by_entry.setdefault(ei, set()).add(si)
-            for ei, sigs in sigs_by_entry.items():
-                hits.setdefault(ei, _EntryHits()).add((hit, frozenset(sigs)))
-        line_no += chunk.count(b"\n")
-        nbytes += len(chunk)
-        last = chunk[-1:]
-    lines = line_no - 1 + (0 if last == b"\n" else 1)
-    findings = [f for ei, h in hits.items() if (f := _score(ckb.entries[ei], h)) is not None]
+    scan, key_scan = ckb.scanner.scan, ckb.key_scanner.scan
+    counter = _NewlineCounter()
+    try:
+        for buf, end in buffers:
+            if not end:
+                continue
+            counting = counter.count(buf, end)  # overlaps the scan: Hyperscan releases the GIL
+            scan(buf, line_no, need, on_hit, end)
+            key_scan(buf, line_no, None, on_key, end, present=keys_present)
+            flush_key()
+            for pid in key_pids:
+                need[pid] = True
+            keys_present.clear()
+            line_no += counting()
+            nbytes += end
+            last = buf[end - 1:end]
+    finally:
+        counter.close()
+    lines = line_no - 1 + (0 if last == b"\n" or not nbytes else 1)
+    findings = [f for ei, ev in evidence.items() if (f := _score(ev)) is not None]
     if facts is not None:
         findings = _apply_facts(findings, kb, facts)
     return Diagnosis(source=source, findings=rank(findings), lines=lines, bytes=nbytes, site=kb.site, facts=facts,
-                     key_lines=keys.result())
+                     scheduler=min(seen_markers)[1] if seen_markers else None, key_lines=keys.result())
+
+
+class _NewlineCounter:
+    """Counts a chunk's newlines in a second thread while Hyperscan scans it
+    (the scan runs without the GIL), so the count costs no wall time on a
+    machine with a spare core. Small logs never start the thread."""
+
+    THREAD_FROM = 1 << 20
+
+    def __init__(self):
+        self._pool = None
+
+    def count(self, buf, end):
+        if end < self.THREAD_FROM:
+            n = buf.count(b"\n", 0, end)
+            return lambda: n
+        if self._pool is None:
+            from concurrent.futures import ThreadPoolExecutor
+            self._pool = ThreadPoolExecutor(1, thread_name_prefix="troubleshoot-count")
+        return self._pool.submit(buf.count, b"\n", 0, end).result
+
+    def close(self):
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
+
+
+def diagnose_stream(stream, kb, source="log", facts=None) -> Diagnosis:
+    """Diagnose a binary stream (plain or compressed); raises LogInputError.
+    A stream damaged part-way is diagnosed up to the damage, with a warning."""
+    log = reader.LogReader(reader.open_log(stream), source)
+    diagnosis = _diagnose(log.buffers(), kb, source, facts)
+    if log.warnings:
+        diagnosis.context["warnings"] = list(log.warnings)
+    return diagnosis
 
 
 def diagnose_path(path, kb, facts=None) -> Diagnosis:
-    with open_log(path) as stream:
+    with reader.open_log(path) as stream:
         return diagnose_stream(stream, kb, source=str(path), facts=facts)
 
 
@@ -130,6 +330,7 @@ def diagnose_text(text, kb, source="text", facts=None) -> Diagnosis:
 
 def phrase_similarity(phrases, text):
     """Best rapidfuzz similarity in [0, 1] of a known phrase within `text`."""
+    from rapidfuzz import fuzz  # imported only when a weak line needs it: start-up time matters
     text = text.lower()
     best = 0.0
     for phrase in phrases:
@@ -141,39 +342,32 @@ def phrase_similarity(phrases, text):
     return best
 
 
-def _score(ce, entry_hits):
-    """A Finding for one entry from its candidate lines, or None."""
-    entry = ce.entry
-    best_weight = {}
-    scored = []
-    values = {}
-    for hit, sigs in entry_hits:
-        text = clean(decode(hit.raw))
-        if any(rx.search(text) for rx in ce.exclude):
-            continue
-        following = clean(decode(hit.context[1])) if len(hit.context) > 1 else ""
-        unwrapped = text + following  # a hard wrap splits a message mid-word
-        sim = max(phrase_similarity(ce.phrases, text), phrase_similarity(ce.phrases, unwrapped)) if ce.phrases else 0.0
-        line_weight = 0.0
-        for si in sigs:
-            w = entry.signatures[si].weight
-            if sim >= FUZZY_FLOOR:  # a known message, reworded or retyped
-                w = max(w, min(FUZZY_WEIGHT * sim, w + FUZZY_LIFT))
-            best_weight[si] = max(best_weight.get(si, 0.0), w)
-            line_weight = max(line_weight, w)
-        scored.append((line_weight, hit.line_no, text))
-        _extract_values(ce, (text, unwrapped, clean(decode(hit.context[0])) + " " + text), values)
-    if not scored:
+def _score(ev):
+    """A Finding for one entry from its kept lines, or None.
+
+    A line is worth the best of the signatures it matches (ties: the entry's
+    first), never their sum; the signatures so chosen on different lines
+    combine as 1 - prod(1 - w), each distinct signature counted once."""
+    ce = ev.ce
+    lines = ev.lines()
+    if not lines:
         return None
+    best_weight = {}
+    for line in lines:
+        si = min(line.weights, key=lambda s: (-line.weights[s], s))
+        best_weight[si] = max(best_weight.get(si, 0.0), line.weights[si])
     miss = 1.0
     for w in best_weight.values():
         miss *= 1.0 - w
     confidence = min(0.99, 1.0 - miss)
     if confidence < REPORT_THRESHOLD:
         return None
-    shown = sorted(scored, key=lambda s: (-s[0], s[1]))[:SHOWN_EVIDENCE]
-    evidence = tuple(Evidence(line, text) for _, line, text in sorted(shown, key=lambda s: s[1]))
-    return Finding(entry=entry, confidence=confidence, evidence=evidence, values=tuple(values.items()))
+    shown = sorted(lines, key=lambda ln: (-ln.weight, ln.line_no))[:SHOWN_EVIDENCE]
+    evidence = tuple(Evidence(ln.line_no, ln.text) for ln in sorted(shown, key=lambda ln: ln.line_no))
+    values = {}
+    for line in lines:
+        _extract_values(ce, line.value_texts, values)
+    return Finding(entry=ce.entry, confidence=confidence, evidence=evidence, values=tuple(values.items()))
 
 
 def _extract_values(ce, texts, values):

@@ -48,6 +48,7 @@ class Diagnosis:
     facts: Optional[dict] = field(repr=False, default=None)
     scheduler: Optional[str] = None     # slurm | pbs | lsf, as the engine saw it in the log
     key_lines: tuple = ()               # keylines.KeyLine: the lines that most likely ended the job
+    context: dict = field(repr=False, default_factory=dict)  # what else the reader/engine saw: warnings
 
     @property
     def diagnosed(self):
@@ -68,4 +69,5 @@ class Diagnosis:
             "findings": [v.to_dict() for v in self.views(lang)],
             "facts": self.facts,
             "key_lines": [k.to_dict() for k in self.key_lines],
+            **({"warnings": list(self.context["warnings"])} if self.context.get("warnings") else {}),
         }

@@ -1,120 +1,358 @@
 """One linear-time pass of every signature of every entry over a chunk.
 
-Hyperscan compiles all patterns into a single automaton (Aho-Corasick-like
-for literals, DFA/NFA hybrids for regexes) and reports (pattern, offset).
-Where no Hyperscan wheel exists, one compiled Python alternation finds the
-candidate lines and each line is then checked pattern by pattern.
+Hyperscan compiles all patterns into a single automaton and reports
+(pattern, offset). Every pattern is compiled with HS_FLAG_SINGLEMATCH, so
+one scan of a chunk costs one callback per pattern present, however many
+lines match: the Python work per chunk does not grow with the number of
+matches. The engine says which patterns it still needs (`need[pid]`): a
+pattern whose evidence is complete is not processed again, and a pattern
+that still needs more (its line was excluded, or it is not yet saturated)
+gets a rescan from after that line, over a window that grows while it finds
+nothing. Once the rescans of a chunk have read RESCAN_BUDGET times its size,
+the rest of the chunk is scanned once with every match reported (a second
+database, compiled on first use): linear in any case, and no line is ever
+skipped.
+
+Where no Hyperscan wheel exists, RE2 (linear time too) finds candidate
+lines with one alternation, and an RE2 set says which patterns each holds.
+
+Everything per match is O(1) in the length of the line: line numbers are
+counted from the nearest known point, and a segment (the carriage-return
+piece of a progress-bar line that holds the match) is cut from a bounded
+window around the match, never by searching the whole line.
+
+A Scanner is safe to share between threads: each thread gets its own
+Hyperscan scratch space.
 """
+import bisect
 import hashlib
-import re
+import threading
 from dataclasses import dataclass
 
 from .cache import default_cache
-from .normalize import segment_at
 
 try:
     import hyperscan
 except ImportError:  # no wheel for this platform: the portable fallback
     hyperscan = None
 
-MAX_LINES_PER_CHUNK = 5000  # a pathological log cannot make us collect millions of lines
+MAX_SEGMENT = 4000        # bytes kept of one matched segment (centred on the match)
+MAX_CONTEXT = 4000        # bytes kept of the line before and after
+RESCAN_WINDOW = 4 * 1024   # a rescan for a pattern that wants more lines looks this far first (doubling)
+TAIL_WINDOW = 256 * 1024   # all-matches patterns that keep only their last lines: the tail scanned first
+RESCAN_BUDGET = 3          # x the chunk: bytes rescanned, then one all-matches scan of the rest
 
 
 @dataclass(frozen=True)
 class LineHit:
     line_no: int            # 1-based line number in the whole log
-    raw: bytes              # the carriage-return segment that matched
-    context: tuple          # (raw bytes of the line before, the next two lines)
-    pattern_ids: frozenset
+    raw: bytes              # the carriage-return segment that matched (at most MAX_SEGMENT bytes)
+    context: tuple          # (raw bytes of the line before, the line after) - each may be b""
+    pattern_ids: frozenset  # the patterns reported on this segment (the engine checks for more)
+
+
+def re2_pattern(pattern, case_sensitive, multiline=False):
+    """A compiled RE2 regex (str patterns, str text); raises re2.error."""
+    import re2  # only once a line needs it: start-up time matters
+    prefix = ("" if case_sensitive else "(?i)") + ("(?m)" if multiline else "")
+    return re2.compile(prefix + pattern)
+
+
+class _Lines:
+    """Line numbers and line starts of offsets in one chunk. Each look-up counts
+    newlines only from the nearest offset already known, so the cost of a hit
+    does not depend on how long its line is or where the chunk began."""
+
+    def __init__(self, chunk, first_line_no):
+        self.chunk = chunk
+        self.points = [(0, first_line_no, 0)]  # (offset, line_no, line_start), sorted
+
+    def at(self, off):
+        i = bisect.bisect_right(self.points, (off, float("inf"))) - 1
+        base, line_no, start = self.points[i]
+        n = self.chunk.count(b"\n", base, off)
+        if n:
+            line_no += n
+            start = self.chunk.rfind(b"\n", base, off) + 1
+        if off != base:
+            self.points.insert(i + 1, (off, line_no, start))
+        return line_no, start
+
+
+def _segment(chunk, size, line_start, off):
+    """(start, end) of the carriage-return segment holding `off`, cut to a
+    window of MAX_SEGMENT bytes around it: bounded work whatever the line."""
+    half = MAX_SEGMENT // 2
+    lo = max(line_start, off - half)
+    cr = chunk.rfind(b"\r", lo, off)
+    start = cr + 1 if cr >= 0 else lo
+    hi = min(size, off + half)
+    end = hi
+    for stop in (b"\r", b"\n"):
+        at = chunk.find(stop, off, end)
+        if at >= 0:
+            end = at
+    if end <= start:  # a match that ends on the separator itself
+        end = min(hi, start + 1)
+    return start, end
+
+
+def _around(chunk, size, line_start, seg_end):
+    """The raw line before `line_start` and the line after `seg_end`, each at most MAX_CONTEXT bytes."""
+    before = b""
+    if line_start > 0:
+        prev_end = line_start - 1
+        lo = max(0, prev_end - MAX_CONTEXT)
+        nl = chunk.rfind(b"\n", lo, prev_end)
+        before = bytes(chunk[(nl + 1 if nl >= 0 else lo):prev_end])
+    after = b""
+    nl = chunk.find(b"\n", seg_end, min(size, seg_end + MAX_CONTEXT))
+    if nl >= 0 and nl + 1 < size:
+        end = chunk.find(b"\n", nl + 1, min(size, nl + 1 + MAX_CONTEXT))
+        after = bytes(chunk[nl + 1:(end if end >= 0 else min(size, nl + 1 + MAX_CONTEXT))])
+    return before, after
 
 
 class Scanner:
-    """Scan byte chunks for a list of (regex, case_sensitive) patterns."""
+    """Scan byte chunks for a list of (regex, case_sensitive) patterns.
 
-    def __init__(self, patterns):
+    `groups[pid]` (optional) names who owns a pattern (an entry): a segment is
+    handed to `on_hit` once per group, with the group's reported patterns."""
+
+    def __init__(self, patterns, groups=None, use_hyperscan=True, all_matches=False, keep_last=None):
+        """`all_matches`: report every match (no `need`), for the few generic
+        shapes whose last lines count (keylines.py); `keep_last`: per chunk,
+        hand over only the last this many matches of each pattern."""
         self.patterns = list(patterns)
-        self._any = None
-        self.backend = "hyperscan" if hyperscan is not None else "python-re"
-        self._db = self._hyperscan_db() if hyperscan is not None and self.patterns else None
+        self.all_matches, self.keep_last = all_matches, keep_last
+        self.groups = list(groups) if groups is not None else list(range(len(self.patterns)))
+        self._local = threading.local()
+        self._lock = threading.Lock()
+        self._db = self._db_all = None
+        self._each = None
         if not self.patterns:
-            self.backend, self._any = "none", None
-        elif self._db is None:
-            self.backend = "python-re"
-            self._any = re.compile("|".join(f"(?:{p})" if cs else f"(?i:{p})" for p, cs in self.patterns).encode(), re.MULTILINE)
-            self._each = [re.compile(p.encode(), re.MULTILINE | (0 if cs else re.IGNORECASE)) for p, cs in self.patterns]
+            self.backend = "none"
+        elif hyperscan is not None and use_hyperscan:
+            self.backend = "hyperscan"
+            if all_matches:
+                self._db_all = self._hyperscan_db(single=False)
+            else:
+                self._db = self._hyperscan_db(single=True)
+        else:
+            import re2
+            self.backend = "re2"
+            alternation = "|".join(f"(?:{p})" if cs else f"(?i:{p})" for p, cs in self.patterns)
+            self._any = re2.compile(("(?m)" + alternation).encode())
+            self._set = re2.Set.SearchSet(re2.Options())
+            for p, cs in self.patterns:
+                self._set.Add((("" if cs else "(?i)") + "(?m)" + p).encode())
+            self._set.Compile()
+            self._each = [None] * len(self.patterns)  # compiled on first use
 
-    def _hyperscan_db(self):
-        key = hashlib.sha256(repr((hyperscan.__version__, self.patterns)).encode()).hexdigest()[:24]
+    # -- Hyperscan databases and per-thread scratch ------------------------
+
+    def _hyperscan_db(self, single):
+        flag = hyperscan.HS_FLAG_SINGLEMATCH if single else 0
+        key = hashlib.sha256(repr((hyperscan.__version__, single, self.patterns)).encode()).hexdigest()[:24]
+        kind = "hs" if single else "hs-all"
         cache = default_cache()
         try:
-            db = hyperscan.loadb(cache.load_bytes("hs", key, "db"), hyperscan.HS_MODE_BLOCK)
-            db.scratch = hyperscan.Scratch(db)  # a loaded database comes without one
-            return db
+            return hyperscan.loadb(cache.load_bytes(kind, key, "db"), hyperscan.HS_MODE_BLOCK)
         except (OSError, hyperscan.error, TypeError, ValueError):
             pass
         db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
-        flags = [(0 if cs else hyperscan.HS_FLAG_CASELESS) | hyperscan.HS_FLAG_MULTILINE for _, cs in self.patterns]
+        flags = [(0 if cs else hyperscan.HS_FLAG_CASELESS) | hyperscan.HS_FLAG_MULTILINE | flag for _, cs in self.patterns]
         db.compile(expressions=[p.encode() for p, _ in self.patterns], ids=list(range(len(self.patterns))), flags=flags)
-        cache.store_bytes("hs", key, hyperscan.dumpb(db), "db")  # atomic; a failed write only costs start-up time
+        cache.store_bytes(kind, key, hyperscan.dumpb(db), "db")  # atomic; a failed write only costs start-up time
         return db
 
-    def _matches(self, chunk):
-        """(offset, pattern_id) pairs; offset is somewhere inside the matched text."""
-        if self._any is None and self._db is None:
+    def _scratch(self, name, db):
+        """This thread's scratch for `db`: Hyperscan scratch must never be used by two scans at once."""
+        scratch = getattr(self._local, name, None)
+        if scratch is None:
+            scratch = hyperscan.Scratch(db)
+            setattr(self._local, name, scratch)
+        return scratch
+
+    def _all_matches_db(self):
+        if self._db_all is None:
+            with self._lock:
+                if self._db_all is None:
+                    self._db_all = self._hyperscan_db(single=False)
+        return self._db_all
+
+    # -- scanning ------------------------------------------------------------
+
+    def scan(self, chunk, first_line_no: int, need=None, on_hit=None, end=None, present=None):
+        """Hand each matching segment of `chunk[:end]` (bytes or a reused
+        bytearray) to `on_hit(LineHit)` (or return them as a list).
+        `need[pid]` false: the caller has enough of that pattern, do not report
+        it again. `first_line_no`: number of the chunk's first line.
+        `present` (keep_last scanners): the patterns known to occur in the
+        chunk; an empty set means nothing to do."""
+        end = len(chunk) if end is None else end
+        if self.backend == "none" or not end:
             return []
-        if self._db is not None:
-            found = []
-            self._db.scan(chunk, match_event_handler=lambda pid, start, end, flags, ctx: found.append((max(end - 1, 0), pid)))
-            return found
-        found = []
-        pos = 0
+        collected = []
+        if on_hit is None:
+            on_hit = collected.append
+        if need is None:
+            need = [True] * len(self.patterns)
+        if self.backend == "hyperscan" and self.all_matches and self.keep_last:
+            if present is None or present:
+                self._last_matches(chunk, end, _ChunkState(chunk, end, first_line_no, self.groups, on_hit), present)
+        elif self.backend == "hyperscan" and self.all_matches:
+            self._all_matches(memoryview(chunk)[:end], 0, end, need, _ChunkState(chunk, end, first_line_no, self.groups, on_hit))
+        elif self.backend == "hyperscan":
+            self._scan_hyperscan(chunk, end, need, _ChunkState(chunk, end, first_line_no, self.groups, on_hit))
+        else:
+            chunk = bytes(memoryview(chunk)[:end])
+            self._scan_re2(chunk, need, _ChunkState(chunk, end, first_line_no, self.groups, on_hit))
+        return collected
+
+    def _scan_hyperscan(self, chunk, end, need, state):
+        view = memoryview(chunk)[:end]
+        scratch = self._scratch("single", self._db)
+        budget = RESCAN_BUDGET * end + RESCAN_WINDOW  # bytes rescanned in this chunk before the all-matches scan
+        pos, stop, window, wanted = 0, end, RESCAN_WINDOW, None
         while True:
+            found = []
+
+            def first(pid, start, match_end, flags, ctx, base=pos, found=found):
+                found.append((base + max(match_end - 1, 0), pid))
+            self._db.scan(view[pos:stop], first, scratch=scratch)
+            budget -= stop - pos
+            found.sort()
+            again = None
+            for off, pid in found:
+                if not need[pid]:
+                    continue
+                seg_end = state.hit(off, pid)
+                if need[pid]:  # still wants more of this pattern: look again after this segment
+                    again = seg_end + 1 if again is None else min(again, seg_end + 1)
+            reported = {pid for _, pid in found if need[pid]}
+            # patterns that may still occur further on: reported now or before, and still wanted
+            wanted = reported if wanted is None else {pid for pid in wanted if need[pid]} | reported
+            if not wanted:
+                return
+            if again is not None:
+                pos, window = again, RESCAN_WINDOW
+            else:  # none of them in this window: look further, in a larger one
+                pos, window = stop, window * 2
+            if pos >= end:
+                return
+            if budget <= 0:  # many wanted lines here: every match of the rest, once
+                self._all_matches(view, pos, end, need, state)
+                return
+            nl = chunk.find(b"\n", pos + window, end)  # windows end on a line boundary,
+            if nl < 0:
+                nl = chunk.find(b"\r", pos + window, end)  # or a progress bar's update
+            stop = end if nl < 0 else nl + 1
+
+    def _last_matches(self, chunk, end, state, present=None):
+        """The last `keep_last` matches of each pattern in the chunk, without a
+        Python call per match of the rest: every match of the chunk's tail;
+        the part before it only when a pattern there is still short of lines."""
+        view = memoryview(chunk)[:end]
+        db = self._all_matches_db()
+        nl = chunk.rfind(b"\n", 0, max(0, end - TAIL_WINDOW)) if end > TAIL_WINDOW else -1
+        lo = nl + 1  # the tail starts on a line boundary
+        tail = []
+        db.scan(view[lo:end], lambda pid, s, e, f, c: tail.append((lo + max(e - 1, 0), pid)), scratch=self._scratch("all", db))
+        found = tail
+        if lo:
+            counts = {}
+            for _, pid in tail:
+                counts[pid] = counts.get(pid, 0) + 1
+            if present is None:  # which patterns occur before the tail at all
+                if self._db is None:
+                    with self._lock:
+                        if self._db is None:
+                            self._db = self._hyperscan_db(single=True)
+                present = set()
+                self._db.scan(view[:lo], lambda pid, s, e, f, c: present.add(pid), scratch=self._scratch("single", self._db))
+            short = {pid for pid in present if counts.get(pid, 0) < self.keep_last}
+            if short:
+                head = []
+
+                def collect(pid, s, e, f, c):
+                    if pid in short:
+                        head.append((max(e - 1, 0), pid))
+                db.scan(view[:lo], collect, scratch=self._scratch("all", db))
+                found = head + tail
+        found.sort()
+        for off, pid in _last_of_each(found, self.keep_last):
+            state.hit(off, pid)
+
+    def _all_matches(self, view, pos, end, need, state):
+        db = self._all_matches_db()
+        found = []
+
+        def collect(pid, start, match_end, flags, ctx):
+            if need[pid]:
+                found.append((pos + max(match_end - 1, 0), pid))
+        db.scan(view[pos:end], collect, scratch=self._scratch("all", db))
+        found.sort()
+        if self.keep_last and len(found) > self.keep_last:
+            found = _last_of_each(found, self.keep_last)
+        for off, pid in found:
+            if need[pid]:
+                state.hit(off, pid)
+
+    def _scan_re2(self, chunk, need, state):
+        pos = 0
+        while pos < len(chunk):
             m = self._any.search(chunk, pos)
-            if not m:
-                return found
-            start = chunk.rfind(b"\n", 0, m.start()) + 1
+            if m is None:
+                return
+            nl = chunk.rfind(b"\n", pos, m.start())  # pos is always a line start
+            start = nl + 1 if nl >= 0 else pos
             end = chunk.find(b"\n", m.end())
             end = len(chunk) if end < 0 else end
             line = chunk[start:end]
-            for pid, rx in enumerate(self._each):
+            for pid in self._set.Match(line) or ():
+                if not need[pid]:
+                    continue
+                rx = self._each[pid]
+                if rx is None:
+                    import re2
+                    p, cs = self.patterns[pid]
+                    rx = self._each[pid] = re2.compile((("" if cs else "(?i)") + "(?m)" + p).encode())
                 for lm in rx.finditer(line):
-                    found.append((start + max(lm.end() - 1, lm.start()), pid))
+                    if not need[pid]:
+                        break
+                    state.hit(start + max(lm.end() - 1, lm.start()), pid)
             pos = end + 1
 
-    def scan(self, chunk: bytes, first_line_no: int):
-        """LineHits of one chunk; `first_line_no` is the number of its first line."""
-        found = self._matches(chunk)
-        if not found:
-            return []
-        found.sort()
-        by_line = {}
-        line_no, counted_to = first_line_no, 0
-        for offset, pid in found:
-            start = chunk.rfind(b"\n", 0, offset) + 1
-            if start > counted_to:
-                line_no += chunk.count(b"\n", counted_to, start)
-                counted_to = start
-            seg_start = chunk.rfind(b"\r", start, offset) + 1
-            key = (line_no, seg_start)
-            if key not in by_line:
-                if len(by_line) >= MAX_LINES_PER_CHUNK:
-                    continue
-                by_line[key] = (start, offset, set())
-            by_line[key][2].add(pid)
-        return [self._hit(chunk, line_no, start, offset, pids) for (line_no, _), (start, offset, pids) in by_line.items()]
 
-    @staticmethod
-    def _hit(chunk, line_no, start, offset, pids):
-        end = chunk.find(b"\n", offset)
-        end = len(chunk) if end < 0 else end
-        prev_start = chunk.rfind(b"\n", 0, max(start - 1, 0)) + 1 if start > 0 else start
-        after, pos = [], end + 1
-        for _ in range(2):
-            if pos >= len(chunk):
-                break
-            nxt = chunk.find(b"\n", pos)
-            nxt = len(chunk) if nxt < 0 else nxt
-            after.append(chunk[pos:min(nxt, pos + 4000)])
-            pos = nxt + 1
-        before = chunk[max(prev_start, start - 4000):max(start - 1, 0)] if start > 0 else b""
-        return LineHit(line_no, segment_at(chunk[start:end], offset - start), (before, *after), frozenset(pids))
+def _last_of_each(found, n):
+    """The last `n` (offset, pid) of each pid, still in offset order."""
+    seen, out = {}, []
+    for off, pid in reversed(found):
+        k = seen.get(pid, 0)
+        if k < n:
+            seen[pid] = k + 1
+            out.append((off, pid))
+    out.reverse()
+    return out
+
+
+class _ChunkState:
+    """Per scan call: line numbering, and which (segment, group) pairs were handed over."""
+
+    def __init__(self, chunk, end, first_line_no, groups, on_hit):
+        self.chunk, self.end, self.groups, self.on_hit = chunk, end, groups, on_hit
+        self.lines = _Lines(chunk, first_line_no)
+        self.seen = set()
+
+    def hit(self, off, pid):
+        """Hand the segment holding `off` to on_hit unless done; returns the segment's end."""
+        chunk = self.chunk
+        line_no, line_start = self.lines.at(off)
+        seg_start, seg_end = _segment(chunk, self.end, line_start, off)
+        key = (seg_start, self.groups[pid])
+        if key not in self.seen:
+            self.seen.add(key)
+            self.on_hit(LineHit(line_no, bytes(chunk[seg_start:seg_end]), _around(chunk, self.end, line_start, seg_end),
+                                frozenset((pid,))))
+        return seg_end

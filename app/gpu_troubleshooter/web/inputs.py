@@ -6,6 +6,8 @@ import tempfile
 
 from flask import current_app, request
 
+from gpu_troubleshooter import reader
+
 MAX_FACTS = 2 * 1024 * 1024
 
 
@@ -18,9 +20,9 @@ class LogInput:
 
     def __init__(self, raw, size, source):
         self.raw, self.size, self.source = raw, size, source
-        head = raw.read(2)
+        head = raw.read(8)
         raw.seek(0)
-        self.gzip = head == b"\x1f\x8b"
+        self.gzip = reader.compression_of(head) is not None  # any compressed log: a larger scan than its size says
 
 
 def _own_copy(fileobj):

@@ -1,11 +1,13 @@
-"""From an uploaded or pasted log to a stored, redacted diagnosis.
+"""From an uploaded or pasted log to a stored, redacted diagnosis, in one read.
 
-Order matters for safety: the raw bytes are only ever read from the request's
-anonymous (unlinked) spool file; what reaches a named file, the engine and
-the database is the redacted text.
+The web service reads a log through the same reader as the command line
+(gpu_troubleshooter.reader: compression sniffing, UTF-16, binary refusal,
+damaged input, the size limit), once: each chunk is redacted, written to a
+temporary file (for the evidence context shown later) and handed to the
+engine in the same pass. Order matters for safety: the raw bytes are only
+ever read from the request's anonymous (unlinked) spool file; what reaches a
+named file, the engine and the database is the redacted text.
 """
-import gzip
-import io
 import hashlib
 import os
 import re
@@ -13,93 +15,106 @@ import secrets
 import tempfile
 from collections import deque
 
+from gpu_troubleshooter import reader
+from gpu_troubleshooter.reader import LogTooLarge  # noqa: F401 - the service catches it from here
+
 from .redaction import redact_lines, redact_str
 
 CONTEXT = 3            # lines shown before and after each evidence line
 MAX_EVIDENCE = 20      # evidence lines with context kept per finding
 MAX_LINE = 2000        # characters kept of one displayed line
 TAIL_LINES = 150       # last lines kept for the helpdesk
-CHUNK_LINE = 1 << 20   # a "line" longer than 1 MiB is cut into pieces
+CHUNK_LINE = 1 << 20   # a "line" longer than 1 MiB is redacted in pieces
 
 _CLUSTER = re.compile(r"SLURM_CLUSTER_NAME=([\w.-]{1,60})")
 _PARTITION = re.compile(r"SLURM_JOB_PARTITION=([\w.,-]{1,60})")
 
 
-class LogTooLarge(Exception):
-    """The decompressed log exceeds MAX_LOG_BYTES (a gzip bomb, or just too big)."""
+class RedactedLog:
+    """One pass over an upload: redacted chunks for the engine, the redacted
+    copy on disk with an index of where each chunk starts, the last lines and
+    the cluster/partition the log names."""
+
+    def __init__(self, raw, upload_dir, max_bytes, source="upload", progress=None):
+        os.makedirs(upload_dir, exist_ok=True)
+        self.raw, self.progress = raw, progress
+        self.log = reader.LogReader(reader.open_log(raw), source, max_bytes=max_bytes)
+        fd, self.path = tempfile.mkstemp(prefix="redacted-", suffix=".log", dir=upload_dir)
+        self.out = os.fdopen(fd, "wb")
+        self.index = []        # (number of the chunk's first line, file offset)
+        self.tail = deque(maxlen=TAIL_LINES)
+        self.hints = {}
+        self.bytes = 0
+
+    def chunks(self):
+        line_no, offset, next_report = 1, 0, 4 << 20
+        for chunk in self.log.chunks():
+            text = chunk.decode("utf-8", errors="replace")
+            redacted = "".join(redact_lines(_lines(text)))
+            data = redacted.encode("utf-8")
+            self.out.write(data)
+            self.index.append((line_no, offset))
+            line_no += data.count(b"\n")
+            offset += len(data)
+            self.bytes += len(chunk)
+            self._note(redacted)
+            if self.progress and self.bytes >= next_report:
+                next_report = self.bytes + (4 << 20)
+                self.progress(self.raw.tell() if self.raw.seekable() else self.bytes)
+            yield data
+        self.out.flush()
+
+    def _note(self, text):
+        if len(self.hints) < 2 and "SLURM_" in text:
+            for key, rx in (("cluster", _CLUSTER), ("partition", _PARTITION)):
+                m = rx.search(text)
+                if m and key not in self.hints:
+                    self.hints[key] = m.group(1)
+        lines = text.split("\n")
+        if lines and lines[-1] == "":
+            lines.pop()
+        for line in lines[-TAIL_LINES:]:
+            self.tail.append(line.rstrip("\r")[:MAX_LINE])
+
+    def close(self):
+        self.out.close()
+        try:
+            os.unlink(self.path)
+        except FileNotFoundError:
+            pass
 
 
-def _maybe_gunzip(raw):
-    """Wrap `raw` in a gzip reader when it starts with the gzip magic."""
-    head = raw.read(2)
-    if raw.seekable():
-        raw.seek(0)
-        stream = raw
-    else:  # put the two bytes back in front
-        stream = io.BufferedReader(_Prepend(head, raw))
-    return gzip.GzipFile(fileobj=stream, mode="rb") if head == b"\x1f\x8b" else stream
+def _lines(text):
+    """Lines of `text` with their endings; a line over CHUNK_LINE in pieces."""
+    start, n = 0, len(text)
+    while start < n:
+        nl = text.find("\n", start, start + CHUNK_LINE)
+        end = nl + 1 if nl >= 0 else min(n, start + CHUNK_LINE)
+        yield text[start:end]
+        start = end
 
 
-class _Prepend(io.RawIOBase):
-    def __init__(self, head, raw):
-        super().__init__()
-        self.head, self.raw = head, raw
-
-    def readable(self):
-        return True
-
-    def readinto(self, buf):
-        if self.head:
-            n = min(len(buf), len(self.head))
-            buf[:n], self.head = self.head[:n], self.head[n:]
-            return n
-        data = self.raw.read(len(buf))
-        buf[: len(data)] = data
-        return len(data)
-
-
-def redact_to_file(raw, upload_dir, max_bytes, progress=None):
-    """Stream `raw` (plain or gzip) through redaction into a new file in upload_dir.
-
-    Returns (path, decompressed_bytes, hints) where hints holds cluster/partition
-    seen in the log. `progress(raw_bytes_read)` is called every few MiB.
-    """
-    os.makedirs(upload_dir, exist_ok=True)
-    reader = _maybe_gunzip(raw)
-    fd, path = tempfile.mkstemp(prefix="redacted-", suffix=".log", dir=upload_dir)
-    total, hints, next_report = 0, {}, 4 << 20
-
-    def decoded():
-        nonlocal total, next_report
-        while True:
-            line = reader.readline(CHUNK_LINE)
-            if not line:
-                return
-            total += len(line)
-            if total > max_bytes:
-                raise LogTooLarge(f"the log is larger than {max_bytes // (1 << 20)} MiB once decompressed")
-            if progress and total >= next_report:
-                next_report = total + (4 << 20)
-                progress(raw.tell() if raw.seekable() else total)
-            yield line.decode("utf-8", errors="replace")
-
+def diagnose_upload(raw, kb, upload_dir, max_bytes, source="upload", facts=None, progress=None):
+    """Read `raw` (plain or compressed) once: redact, diagnose, collect the
+    evidence context. Returns (result dict, context, tail, hints, bytes).
+    Raises LogInputError (LogTooLarge included) with a message for the user."""
+    from gpu_troubleshooter.engine import diagnose_chunks
+    upload = RedactedLog(raw, upload_dir, max_bytes, source, progress)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as out:
-            for line in redact_lines(decoded()):
-                if len(hints) < 2 and "SLURM_" in line:
-                    for key, rx in (("cluster", _CLUSTER), ("partition", _PARTITION)):
-                        m = rx.search(line)
-                        if m and key not in hints:
-                            hints[key] = m.group(1)
-                out.write(line)
-    except BaseException:
-        os.unlink(path)
-        raise
-    return path, total, hints
+        diagnosis = diagnose_chunks(upload.chunks(), kb, source=source, facts=facts)
+        if upload.log.warnings:
+            diagnosis.context["warnings"] = list(upload.log.warnings)
+        result = diagnosis.to_dict()
+        result["source"] = source
+        context = evidence_context(upload.path, result, upload.index)
+        return result, context, "\n".join(upload.tail), upload.hints, upload.bytes
+    finally:
+        upload.close()
 
 
-def evidence_context(path, diagnosis_dict):
-    """Per finding, the evidence lines with CONTEXT neighbours, and the log's last lines."""
+def evidence_context(path, diagnosis_dict, index=None):
+    """Per finding, the evidence lines with CONTEXT neighbours, read from the
+    redacted copy: only the chunks that hold them when `index` is given."""
     findings = diagnosis_dict.get("findings") or []
     wanted = []  # per finding: sorted evidence line numbers (1-based)
     for f in findings:
@@ -110,13 +125,7 @@ def evidence_context(path, diagnosis_dict):
         for n in nums:
             for k in range(max(1, n - CONTEXT), n + CONTEXT + 1):
                 keep[k] = None
-    tail = deque(maxlen=TAIL_LINES)
-    with open(path, encoding="utf-8", errors="replace", newline="") as fh:
-        for number, line in enumerate(fh, 1):
-            text = line.rstrip("\r\n")[:MAX_LINE]
-            if number in keep:
-                keep[number] = text
-            tail.append(text)
+    _read_lines(path, keep, index or [(1, 0)])
     blocks_per_finding = []
     for nums in wanted:
         blocks, current = [], None
@@ -133,7 +142,29 @@ def evidence_context(path, diagnosis_dict):
                           for k in range(b["start"], b["end"] + 1) if keep.get(k) is not None]
             b["end"] = b["lines"][-1]["n"] if b["lines"] else b["start"]
         blocks_per_finding.append(blocks)
-    return blocks_per_finding, "\n".join(tail)
+    return blocks_per_finding
+
+
+def _read_lines(path, keep, index):
+    """Fill keep[line number] with the text of those lines, seeking to the
+    indexed chunk before each run of wanted lines instead of reading the file."""
+    import bisect
+    starts = [n for n, _ in index]
+    with open(path, "rb") as fh:
+        number, pos = None, None
+        for want in sorted(keep):
+            if number is None or want < number or want - number > 10_000:
+                i = max(0, bisect.bisect_right(starts, want) - 1)
+                number, pos = index[i]
+                fh.seek(pos)
+            for line in iter(fh.readline, b""):
+                if number == want:
+                    keep[want] = line.decode("utf-8", errors="replace").rstrip("\r\n")[:MAX_LINE]
+                    number += 1
+                    break
+                number += 1
+            else:
+                return
 
 
 def new_token():

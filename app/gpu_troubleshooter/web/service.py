@@ -4,7 +4,6 @@ Thin by design: matching is the engine's; this module only feeds it the
 redacted text and records what it said.
 """
 import logging
-import os
 import re
 from concurrent.futures import ThreadPoolExecutor
 
@@ -12,7 +11,7 @@ from flask import current_app
 
 from . import db
 from .helpdesk import apply_learning_fields
-from .intake import LogTooLarge, evidence_context, facts_location, new_token, redact_to_file, token_digest
+from .intake import LogTooLarge, diagnose_upload, facts_location, new_token, token_digest
 from .models import NO_MATCH, Submission, Ticket, utcnow
 from .redaction import redact_json, redact_str
 
@@ -43,26 +42,15 @@ def knowledge_base(app=None):
 
 
 def diagnose_raw(app, raw, facts=None, source="upload", progress=None):
-    """Redact `raw` into a temp file, diagnose it; returns (dict, context, tail, hints, bytes)."""
-    from gpu_troubleshooter.engine import diagnose_path
+    """Read `raw` once (redacted, diagnosed); returns (dict, context, tail, hints, bytes)."""
     from gpu_troubleshooter.errors import LogInputError
     try:
-        path, nbytes, hints = redact_to_file(raw, app.config["UPLOAD_DIR"], app.config["MAX_LOG_BYTES"], progress)
+        return diagnose_upload(raw, knowledge_base(app), app.config["UPLOAD_DIR"], app.config["MAX_LOG_BYTES"],
+                               source=source, facts=facts, progress=progress)
     except LogTooLarge as exc:
+        raise BadLog(str(exc).split(": ", 1)[-1]) from None
+    except LogInputError as exc:
         raise BadLog(str(exc)) from None
-    except (OSError, EOFError) as exc:  # truncated or corrupt gzip
-        raise BadLog(f"the file could not be read: {exc.__class__.__name__}") from None
-    try:
-        try:
-            diagnosis = diagnose_path(path, knowledge_base(app), facts=facts)
-        except LogInputError as exc:
-            raise BadLog(str(exc).replace(path, source)) from None
-        result = diagnosis.to_dict()
-        result["source"] = source
-        context, tail = evidence_context(path, result)
-    finally:
-        os.unlink(path)
-    return result, context, tail, hints, nbytes
 
 
 def _record(row, result, context, tail, hints, nbytes):
