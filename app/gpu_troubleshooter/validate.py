@@ -81,7 +81,7 @@ def _literal_text(pattern):
 def check_entry_examples(entry, kb):
     from .engine import diagnose_path
     from .errors import LogInputError
-    problems = example_count_problems(entry.path)
+    problems = example_count_problems(entry.path, draft=entry.draft)
     match, near = entry.examples("must-match"), entry.examples("must-not-match")
     for path in match + near:
         try:
@@ -96,13 +96,17 @@ def check_entry_examples(entry, kb):
     return problems, len(match) + len(near)
 
 
-def example_count_problems(entry_path):
+def example_count_problems(entry_path, draft=False):
+    """Too few examples is an error, or a warning for a draft (`draft: true`), which
+    is validated but not used until a person completes it and promotes it."""
     folder = Path(entry_path).with_suffix("")
     out = []
     for kind, least, what in (("must-match", MIN_MATCH, "example logs"), ("must-not-match", MIN_NEAR_MISS, "near misses")):
         n = len(list((folder / kind).glob("*.log*"))) if (folder / kind).is_dir() else 0
         if n < least:
-            out.append(Problem(entry_path, 1, f"needs at least {least} {what} in {folder}/{kind}/ (has {n})"))
+            before = "; add them before promoting this draft" if draft else ""
+            out.append(Problem(entry_path, 1, f"needs at least {least} {what} in {folder}/{kind}/ (has {n}){before}",
+                               warning=draft))
     return out
 
 

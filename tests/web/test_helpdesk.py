@@ -72,6 +72,17 @@ def test_draft_from_a_group_validates_and_matches_its_logs(app, staff_client, tm
     assert len(examples) == 3
     entry, problems = parse_entry(drafts[0])
     assert problems == [] and entry is not None, problems
+    # kb validate: the draft's examples run, and its missing near misses are warnings, not errors
+    from gpu_troubleshooter.validate import validate
+    found, summary = validate(folder)
+    assert not [p for p in found if not p.warning and drafts[0].stem in str(p)], found
+    assert any(p.warning and "near misses" in p.message and "draft" in p.message for p in found)
+    # and a draft never diagnoses until it is promoted
+    from gpu_troubleshooter.engine import diagnose_text
+    from gpu_troubleshooter.knowledge import load_knowledge_base
+    kb = load_knowledge_base(extra_dirs=(folder,), bundled=False)
+    assert entry.id in {d.id for d in kb.drafts} and entry.id not in {e.id for e in kb.entries}
+    assert entry.id not in {f.id for f in diagnose_text(logs[0], kb).findings}
 
 
 def test_feedback_is_stored_redacted_and_counted_per_entry(app, staff_client):

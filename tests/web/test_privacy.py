@@ -165,3 +165,25 @@ def test_cli_prune_and_token_scopes(db_url):
     assert "\tsubmit\trevoked\t" in run("staff", "tokens").stdout
     r = run("db", "prune", "--days", "30")
     assert r.returncode == 0 and "0 submission(s)" in r.stdout
+
+
+def test_submitters_are_mailed_when_a_promoted_entry_answers_them(db_url, tmp_path, web_kb, smtp_sink):
+    controller, handler = smtp_sink
+    app = make_app(db_url, tmp_path, web_kb, SMTP_HOST="127.0.0.1", SMTP_PORT=controller.port)
+    client = app.test_client()
+    token = submit(client, log="job 1\nQuotaShardError: shard /x/part-7.bin is damaged\n")
+    client.post(f"/s/{token}/helpdesk", data={"contact": "carol@uni-example.edu", "message": "what is this?"})
+    site = tmp_path / "site" / "storage"
+    site.mkdir(parents=True)
+    (site / "quota-shard.yaml").write_text(
+        "id: quota-shard\ntitle: A data shard is damaged\nsummary: the shard file is damaged\ntags: [storage]\n"
+        "severity: error\nsignatures:\n  - regex: 'QuotaShardError: shard'\n    weight: 1.0\ncauses: [a damaged file]\n"
+        "fixes:\n  - title: Copy the shard again\n    text: Copy it again.\n")
+    from gpu_troubleshooter.web.service import rediagnose_unknown
+    app.config.update(KB_DIRS=(str(tmp_path / "site"),), KB_BUNDLED=False)
+    with app.app_context():
+        with db.new_session(app) as s:
+            assert rediagnose_unknown(app, s) == 1
+    assert [rcpt for rcpt, _ in handler.messages] == [["carol@uni-example.edu"]]
+    assert "A data shard is damaged" in handler.messages[0][1] and token not in handler.messages[0][1]
+    close_app(app)

@@ -40,6 +40,13 @@ def send(config, to: str, subject: str, body: str) -> bool:
         return False
 
 
+def rediagnosed_body(ticket_id: int, title: str, site_name: str) -> str:
+    return (f"The log you sent to the {site_name} helpdesk (ticket #{ticket_id}) had no known failure then.\n"
+            f"With what the helpdesk has learned since, it is now diagnosed as:\n\n  {title}\n\n"
+            "Open the private link to your diagnosis (the one you were given when you submitted the log)\n"
+            "to read the fix. For your privacy this mail does not contain that link.\n")
+
+
 def reply_body(ticket_id: int, text: str, site_name: str) -> str:
     return (f"The {site_name} helpdesk answered your request (ticket #{ticket_id}):\n\n{text}\n\n"
             "To answer, open the private link to your diagnosis (the one you were given when you\n"

@@ -232,6 +232,11 @@ def rediagnose_unknown(app, session, limit=10000):
         row.confidence = float(result["findings"][0].get("confidence", 0))
         apply_learning_fields(row, result)
         changed += 1
+        if row.ticket is not None:  # they asked the helpdesk: tell them there is an answer now
+            from . import mailer
+            mailer.send(app.config, row.ticket.contact, f"Your GPU job: a diagnosis is ready (ticket #{row.ticket.id})",
+                        mailer.rediagnosed_body(row.ticket.id, result["findings"][0].get("title", ""),
+                                                app.config.get("SITE_NAME") or "GPU"))
     session.commit()
     return changed
 
