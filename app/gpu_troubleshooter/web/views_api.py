@@ -122,6 +122,16 @@ def get_submission(token):
     return jsonify(submission_json(row))
 
 
+def _scanned(token):
+    """(the submission, None), or (None, the error answer): 404 unknown token, 409 still scanning."""
+    row = _by_token(token)
+    if row is None:
+        return None, error(404, "not_found", "no such submission")
+    if row.state == "processing":
+        return None, error(409, "processing", "the log is still being scanned")
+    return row, None
+
+
 @bp.delete("/submissions/<token>")
 def delete_submission(token):
     row = _by_token(token)
@@ -134,11 +144,9 @@ def delete_submission(token):
 @bp.post("/submissions/<token>/ticket")
 @limiter.limit(submit_limit)
 def create_ticket(token):
-    row = _by_token(token)
-    if row is None:
-        return error(404, "not_found", "no such submission")
-    if row.state == "processing":
-        return error(409, "processing", "the log is still being scanned")
+    row, problem = _scanned(token)
+    if problem is not None:
+        return problem
     body = request.get_json(silent=True)
     if body is None:
         body = {}
@@ -151,11 +159,9 @@ def create_ticket(token):
 @bp.post("/submissions/<token>/feedback")
 @limiter.limit(submit_limit)
 def create_feedback(token):
-    row = _by_token(token)
-    if row is None:
-        return error(404, "not_found", "no such submission")
-    if row.state == "processing":
-        return error(409, "processing", "the log is still being scanned")
+    row, problem = _scanned(token)
+    if problem is not None:
+        return problem
     body = request.get_json(silent=True)
     if not isinstance(body, dict):
         return error(400, "bad_input", 'expected {"verdict": "fixed|not_fixed|wrong_diagnosis", "fix": 1, "comment": "..."}')

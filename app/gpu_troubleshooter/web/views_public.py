@@ -38,11 +38,14 @@ def submit():
     return redirect(url_for("public.result", token=row.share_token), code=303)
 
 
-def _submission(token):
-    # The token is the secret (the database holds its digest): 404 for anything else.
+def _submission(token, scanned=False):
+    """The submission the token opens (the database holds its digest): 404 for
+    anything else; with scanned=True, 409 while its log is still being scanned."""
     row = find_submission(token)
     if row is None:
         abort(404)
+    if scanned and row.state == "processing":
+        abort(409)
     return row
 
 
@@ -59,9 +62,7 @@ def result(token):
 @bp.post("/s/<token>/helpdesk")
 @limiter.limit(submit_limit)
 def helpdesk(token):
-    row = _submission(token)
-    if row.state == "processing":
-        abort(409)
+    row = _submission(token, scanned=True)
     send_to_helpdesk(row, request.form.get("contact", ""), request.form.get("message", ""))
     flash("Sent to the helpdesk. Keep this page's link: the helpdesk sees the same diagnosis.")
     return redirect(url_for("public.result", token=token, _anchor="helpdesk"), code=303)
@@ -70,9 +71,7 @@ def helpdesk(token):
 @bp.post("/s/<token>/feedback")
 @limiter.limit(submit_limit)
 def feedback(token):
-    row = _submission(token)
-    if row.state == "processing":
-        abort(409)
+    row = _submission(token, scanned=True)
     fix = request.form.get("fix", "").strip()
     try:
         record_feedback(row, request.form.get("verdict", ""), request.form.get("comment", ""),
