@@ -161,3 +161,16 @@ def test_clean_log_through_the_engine_has_no_key_lines():
     rng = random.Random(78)
     doc = diagnose_text("\n".join(noise(rng, 20_000)) + "\nDone.\n", load_knowledge_base()).to_dict()
     assert doc["findings"] == [] and doc["key_lines"] == []
+
+
+def test_other_errors_show_below_a_finding_in_the_short_and_full_output():
+    from gpu_troubleshooter.engine import diagnose_text
+    from gpu_troubleshooter.knowledge import load_knowledge_base
+    from gpu_troubleshooter.render import Style, human
+    text = ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of "
+            "79.15 GiB of which 1.06 GiB is free.\nterminate called after throwing an instance of 'c10::Error'\n")
+    diagnosis = diagnose_text(text, load_knowledge_base())
+    assert diagnosis.findings and diagnosis.findings[0].id == "cuda-oom"
+    for full in (False, True):
+        out = human(diagnosis, Style(False), full=full)
+        assert "Other errors near the end of the log:" in out and "terminate called after throwing" in out

@@ -238,6 +238,7 @@ def human(diagnosis, style, lang="en", full=False, width=None):
         lines.append(f"  {label(lang, 'also')} {v.title}{where}  (troubleshoot explain {v.id})")
     if len(others) > 3:
         lines.append(style(f"  ... and {len(others) - 3} more findings: troubleshoot --full", "dim"))
+    lines += _after_findings(diagnosis, [top, *others], style)
     return "\n".join(lines).rstrip("\n")
 
 
@@ -256,7 +257,8 @@ def human_full(diagnosis, style, lang="en"):
                      + _helpdesk(diagnosis.site) + ":")
         lines.append("  the whole log, your job script, and the output of `troubleshoot probe --json` run inside a job.")
         return "\n".join(lines)
-    top, *others = diagnosis.views(lang)
+    views = diagnosis.views(lang)
+    top, *others = views
     tag = style(f"[{top.id}, confidence {top.confidence:.0%}]", "dim")
     lines.append(f"{style(diagnosis.source, 'bold')}: {style(top.title, 'red', 'bold')}  {tag}")
     lines.append(f"  {top.summary}")
@@ -279,9 +281,9 @@ def human_full(diagnosis, style, lang="en"):
     for e in top.evidence:
         where = f"{e.line:>{width}}" if e.line else "fact".rjust(width)
         lines.append(f"  {style(where, 'dim')} | {_clip(e.text)}")
-    for label, items in (("Supported by", top.confirmed_by), ("Against it", top.ruled_out_by)):
+    for heading, items in (("Supported by", top.confirmed_by), ("Against it", top.ruled_out_by)):
         if items:
-            lines.append(f"  {label}: " + "; ".join(items))
+            lines.append(f"  {heading}: " + "; ".join(items))
     if others:
         lines.append("")
         lines.append(style("  Also found (probably consequences or secondary):", "bold"))
@@ -289,8 +291,16 @@ def human_full(diagnosis, style, lang="en"):
             first = v.evidence[0] if v.evidence else None
             where = f" at line {first.line}" if first and first.line else ""
             lines.append(f"  - {v.title} [{v.id}, {v.confidence:.0%}]{where}  (troubleshoot explain {v.id})")
-    shown = {e.line for v in diagnosis.views(lang) for e in v.evidence}
+    lines += _after_findings(diagnosis, views, style)
+    return "\n".join(lines)
+
+
+def _after_findings(diagnosis, views, style):
+    """Below the findings, in the short and the full output alike: the key lines
+    no finding shows (other errors), and where to ask for help when the site says."""
+    shown = {e.line for v in views for e in v.evidence}
     other_errors = [k for k in diagnosis.key_lines if k.line not in shown]
+    lines = []
     if other_errors:
         lines.append("")
         lines.append(style("  Other errors near the end of the log:", "bold"))
@@ -298,7 +308,7 @@ def human_full(diagnosis, style, lang="en"):
     if diagnosis.site.get("helpdesk_url"):
         lines.append("")
         lines.append(style(f"  Still stuck, or was this wrong? Submit the log at {diagnosis.site['helpdesk_url']}", "dim"))
-    return "\n".join(lines)
+    return lines
 
 
 def _helpdesk(site):
