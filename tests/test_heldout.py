@@ -64,6 +64,18 @@ def test_every_case_is_complete(manifest, cases):
         date.fromisoformat(str(c["collected"]))
 
 
+def test_batches_are_recorded(manifest, cases):
+    """Batch 2 was collected after batch 1 had been seen: its cases and queries say so."""
+    queries = {q["id"]: q for q in manifest["queries"]}
+    for c in cases:
+        batch = c.get("batch", 1)
+        assert batch in (1, 2), f"{c['file']}: batch {batch!r}"
+        assert queries[c["query"]].get("batch", 1) == batch, f"{c['file']}: query {c['query']} is not a batch-{batch} query"
+    for qid, q in queries.items():
+        if q.get("batch", 1) == 2:
+            assert qid in manifest["skipped"], f"batch-2 query {qid}: record what was kept and skipped"
+
+
 def test_files_exist_are_unique_and_in_the_right_folder(cases):
     files = [c["file"] for c in cases]
     assert len(files) == len(set(files)), "a log is listed twice"
@@ -141,3 +153,16 @@ def test_scorer_reads_the_manifest():
     assert mod.canonical("a-old", kb) == "a"
     assert mod.canonical("zzz", kb) is None
     assert mod.broader("a", kb) == {"a", "b"}
+    assert mod.case_batch({"file": "x"}) == 1 and mod.case_batch({"batch": 2}) == 2
+    rows = [
+        {"kind": "failure", "outcome": "right", "in_kb": True, "basis": "thread"},
+        {"kind": "failure", "outcome": "wrong", "in_kb": False, "basis": "log-message"},
+        {"kind": "failure", "outcome": "absent", "in_kb": False, "basis": "thread"},
+        {"kind": "clean", "outcome": "flagged", "in_kb": None},
+        {"kind": "clean", "outcome": "ok", "in_kb": None},
+    ]
+    s = mod.summarize(rows)
+    assert (s["failures"]["n"], s["failures"]["right_first"], s["failures"]["wrong_class"], s["failures"]["absent"]) == (3, 1, 1, 1)
+    assert s["failures"]["label_not_in_kb"] == 2 and s["failures"]["label_not_in_kb_wrong"] == 1
+    assert s["failures"]["basis_thread"] == {"n": 2, "right_first": 1, "wrong_class": 0, "absent": 1}
+    assert s["clean"] == {"n": 2, "flagged": 1}

@@ -19,6 +19,8 @@ Usage (from the project root, with the tool installed in .venv or on PATH):
     python3 benchmarks/heldout/score_heldout.py            # table
     python3 benchmarks/heldout/score_heldout.py --json     # one JSON summary
     python3 benchmarks/heldout/score_heldout.py -v         # one line per log
+    python3 benchmarks/heldout/score_heldout.py --batch 2  # only the second batch (collected later,
+                                                           # after batch 1 had been seen by the team)
     python3 benchmarks/heldout/score_heldout.py --kb ../other/knowledge
         (--kb is passed to troubleshoot: it adds or overrides entries, e.g.
         to measure a branch's new entries on top of the installed base)
@@ -118,11 +120,49 @@ def classify(cmd: list[str], kb_dirs: list[str], log: Path) -> tuple[list[dict],
     return doc.get("findings") or [], None
 
 
-def score(manifest: Path, cmd: list[str], kb_dirs: list[str]) -> dict:
+def case_batch(case: dict) -> int:
+    """The collection batch of a case (cases without the field belong to batch 1)."""
+    return int(case.get("batch", 1))
+
+
+def summarize(rows: list[dict]) -> dict:
+    """The failure and clean figures of a list of scored rows."""
+    fails = [r for r in rows if r["kind"] == "failure"]
+    cleans = [r for r in rows if r["kind"] == "clean"]
+    c = Counter(r["outcome"] for r in fails)
+    n = len(fails)
+    in_kb = [r for r in fails if r["in_kb"]]
+    not_kb = [r for r in fails if not r["in_kb"]]
+    thread = [r for r in fails if r.get("basis", "thread") == "thread"]
+    ct = Counter(r["outcome"] for r in thread)
+
+    def share(k, d):
+        return round(k / d, 3) if d else None
+
+    return {
+        "failures": {
+            "n": n,
+            "right_first": c["right"], "wrong_class": c["wrong"], "absent": c["absent"],
+            "right_share": share(c["right"], n), "wrong_share": share(c["wrong"], n),
+            "absent_share": share(c["absent"], n),
+            "label_in_kb": len(in_kb),
+            "label_not_in_kb": len(not_kb),
+            "right_share_of_labels_in_kb": share(sum(r["outcome"] == "right" for r in in_kb), len(in_kb)),
+            "label_not_in_kb_absent": sum(r["outcome"] == "absent" for r in not_kb),
+            "label_not_in_kb_wrong": sum(r["outcome"] == "wrong" for r in not_kb),
+            "basis_thread": {"n": len(thread), "right_first": ct["right"],
+                             "wrong_class": ct["wrong"], "absent": ct["absent"]},
+        },
+        "clean": {"n": len(cleans), "flagged": sum(r["outcome"] == "flagged" for r in cleans)},
+    }
+
+
+def score(manifest: Path, cmd: list[str], kb_dirs: list[str], batch: str = "all") -> dict:
     doc = load_manifest(manifest)
     kb = load_kb(cmd, kb_dirs)
+    cases = [c for c in doc["cases"] if batch == "all" or case_batch(c) == int(batch)]
     rows, errors = [], []
-    for case in doc["cases"]:
+    for case in cases:
         log = manifest.parent / case["file"]
         label = str(case["label"])
         findings, err = classify(cmd, kb_dirs, log)
@@ -145,38 +185,24 @@ def score(manifest: Path, cmd: list[str], kb_dirs: list[str]) -> dict:
                 outcome = "right"
             else:
                 outcome = "wrong"
-        rows.append({"file": case["file"], "label": label, "kind": kind, "in_kb": in_kb,
-                     "top": top_id, "outcome": outcome})
+        rows.append({"file": case["file"], "batch": case_batch(case), "label": label, "kind": kind,
+                     "in_kb": in_kb, "basis": case.get("basis", "thread"), "top": top_id, "outcome": outcome})
 
-    fails = [r for r in rows if r["kind"] == "failure"]
-    cleans = [r for r in rows if r["kind"] == "clean"]
-    c = Counter(r["outcome"] for r in fails)
-    n = len(fails)
-    in_kb = [r for r in fails if r["in_kb"]]
-    not_kb = [r for r in fails if not r["in_kb"]]
-
-    def share(k, d):
-        return round(k / d, 3) if d else None
-
+    batches = sorted({r["batch"] for r in rows})
     return {
         "manifest": str(manifest),
         "kb_entries": len(kb),
         "kb_extra": kb_dirs,
-        "failures": {
-            "n": n,
-            "right_first": c["right"], "wrong_class": c["wrong"], "absent": c["absent"],
-            "right_share": share(c["right"], n), "wrong_share": share(c["wrong"], n),
-            "absent_share": share(c["absent"], n),
-            "label_in_kb": len(in_kb),
-            "label_not_in_kb": len(not_kb),
-            "right_share_of_labels_in_kb": share(sum(r["outcome"] == "right" for r in in_kb), len(in_kb)),
-            "label_not_in_kb_absent": sum(r["outcome"] == "absent" for r in not_kb),
-            "label_not_in_kb_wrong": sum(r["outcome"] == "wrong" for r in not_kb),
-        },
-        "clean": {"n": len(cleans), "flagged": sum(r["outcome"] == "flagged" for r in cleans)},
+        "batch": batch,
+        **summarize(rows),
+        "by_batch": {str(b): summarize([r for r in rows if r["batch"] == b]) for b in batches},
         "errors": errors,
         "cases": rows,
     }
+
+
+def _pct(x) -> str:
+    return "-" if x is None else f"{x:.3f}"
 
 
 def print_table(s: dict, verbose: bool) -> None:
@@ -184,21 +210,34 @@ def print_table(s: dict, verbose: bool) -> None:
         for r in s["cases"]:
             mark = {"right": "RIGHT", "wrong": "WRONG", "absent": "absent", "ok": "ok", "flagged": "FLAGGED"}[r["outcome"]]
             kbm = "" if r["in_kb"] is None else ("" if r["in_kb"] else "  (label not in KB)")
-            print(f"{mark:8} {r['file']:60} label={r['label']:36} top={r['top'] or '-'}{kbm}")
+            print(f"{mark:8} b{r['batch']} {r['file']:60} label={r['label']:36} top={r['top'] or '-'}{kbm}")
         print()
-    f, c = s["failures"], s["clean"]
+    extra = ", extra " + ", ".join(s["kb_extra"]) if s["kb_extra"] else ""
+    print(f"held-out set: {s['manifest']}  (KB: {s['kb_entries']} entries{extra}; batch {s['batch']})")
+    cols = [(f"batch {b}", v) for b, v in s["by_batch"].items()]
+    if len(cols) > 1 or s["batch"] == "all":
+        cols.append(("all", {"failures": s["failures"], "clean": s["clean"]}))
 
-    def pct(x):
-        return "-" if x is None else f"{x:.3f}"
-    print(f"held-out set: {s['manifest']}  (KB: {s['kb_entries']} entries{', extra ' + ', '.join(s['kb_extra']) if s['kb_extra'] else ''})")
-    print(f"{'failures':28}{f['n']:>5}")
-    print(f"{'  right first':28}{f['right_first']:>5}   share {pct(f['right_share'])}")
-    print(f"{'  wrong class':28}{f['wrong_class']:>5}   share {pct(f['wrong_share'])}")
-    print(f"{'  absent (no finding)':28}{f['absent']:>5}   share {pct(f['absent_share'])}")
-    print(f"{'  label not in KB':28}{f['label_not_in_kb']:>5}   of which absent {f['label_not_in_kb_absent']}, wrong {f['label_not_in_kb_wrong']}")
-    print(f"{'  right, labels in KB only':28}{f['label_in_kb']:>5}   share {pct(f['right_share_of_labels_in_kb'])}")
-    print(f"{'clean logs':28}{c['n']:>5}")
-    print(f"{'  flagged':28}{c['flagged']:>5}")
+    def cell(count: int, share: float | None) -> str:
+        return f"{count:>4} ({_pct(share)})"
+
+    lines = [
+        ("failures", lambda v: f"{v['failures']['n']:>4}        "),
+        ("  right first", lambda v: cell(v["failures"]["right_first"], v["failures"]["right_share"])),
+        ("  wrong class", lambda v: cell(v["failures"]["wrong_class"], v["failures"]["wrong_share"])),
+        ("  absent (no finding)", lambda v: cell(v["failures"]["absent"], v["failures"]["absent_share"])),
+        ("  label not in KB", lambda v: f"{v['failures']['label_not_in_kb']:>4}        "),
+        ("    of which absent", lambda v: f"{v['failures']['label_not_in_kb_absent']:>4}        "),
+        ("    of which wrong", lambda v: f"{v['failures']['label_not_in_kb_wrong']:>4}        "),
+        ("  right, labels in KB", lambda v: cell(v["failures"]["label_in_kb"], v["failures"]["right_share_of_labels_in_kb"])),
+        ("  basis: thread only", lambda v: "{right_first:>3}/{wrong_class}/{absent} of {n}".format(**v["failures"]["basis_thread"]).rjust(12)),
+        ("clean logs", lambda v: f"{v['clean']['n']:>4}        "),
+        ("  flagged", lambda v: f"{v['clean']['flagged']:>4}        "),
+    ]
+    print(f"{'':26}" + "".join(f"{name:>16}" for name, _ in cols))
+    for label, fmt in lines:
+        print(f"{label:26}" + "".join(f"{fmt(v):>16}" for _, v in cols))
+    print("(basis: thread only = right/wrong/absent on the failures a person in the thread diagnosed)")
     for e in s["errors"]:
         print(f"error: {e}", file=sys.stderr)
 
@@ -210,8 +249,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--kb", action="append", default=[], metavar="DIR", help="extra knowledge folder passed to troubleshoot")
     ap.add_argument("--json", action="store_true", help="print the summary (and per-case rows) as JSON")
     ap.add_argument("-v", action="store_true", help="one line per log")
+    ap.add_argument("--batch", default="all", choices=["1", "2", "all"],
+                    help="score one collection batch, or all (default: all, with a column per batch)")
     a = ap.parse_args(argv)
-    s = score(Path(a.manifest).resolve(), troubleshoot_cmd(a.troubleshoot), a.kb)
+    s = score(Path(a.manifest).resolve(), troubleshoot_cmd(a.troubleshoot), a.kb, a.batch)
     if a.json:
         print(json.dumps(s, indent=1))
     else:
