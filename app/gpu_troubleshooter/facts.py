@@ -508,7 +508,7 @@ def validate_condition(cond, values=None, where="when") -> list:
 
 
 def condition_problems(data) -> list:
-    """(key path, message) for every condition of a parsed entry: fixes' ``when`` and
+    """(key path, message) for every condition of a parsed entry: fixes', causes' and
     fact rules' ``when``, unknown fact paths and undeclared values included. The key
     path finds the line (schema.NodeLines.line(*key))."""
     if not isinstance(data, dict):
@@ -519,6 +519,10 @@ def condition_problems(data) -> list:
         if isinstance(fix, dict) and isinstance(fix.get("when"), dict):
             for msg in validate_condition(fix["when"], values, "when"):
                 out.append((("fixes", i, "when"), "fixes[%d]: %s" % (i + 1, msg)))
+    for i, cause in enumerate(data.get("causes") or () if isinstance(data.get("causes"), list) else ()):
+        if isinstance(cause, dict) and isinstance(cause.get("when"), dict):
+            for msg in validate_condition(cause["when"], values, "when"):
+                out.append((("causes", i, "when"), "causes[%d]: %s" % (i + 1, msg)))
     for i, rule in enumerate(data.get("facts") or () if isinstance(data.get("facts"), list) else ()):
         if isinstance(rule, dict) and isinstance(rule.get("when"), dict):
             # structure problems are reported by validate_fact_rule; here only the paths

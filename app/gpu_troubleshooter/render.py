@@ -146,8 +146,10 @@ def short_fixes(view):
 
 
 def why_line(view):
-    """One line of why: the first sentence of the first cause, else of the summary."""
-    text = " ".join((view.causes[0] if view.causes else view.summary).split())
+    """One line of why: the first sentence of the first cause that fits this log (held first,
+    never one whose condition is false), else of the summary."""
+    likely = view.likely_causes
+    text = " ".join((likely[0] if likely else view.summary).split())
     cut = re.search(r"(?<=[.!?。])\s", text)
     return text[:cut.start()] if cut else text
 
@@ -274,7 +276,9 @@ def human_full(diagnosis, style, lang="en"):
     if top.causes:
         lines.append("")
         lines.append(style("  Why this happens:", "bold"))
-        lines += [f"  - {c}" for c in top.causes]
+        held = top.causes_held or (None,) * len(top.causes)
+        lines += [f"  - {c}" + (style("  (probably not for this job)", "dim") if h is False else "")
+                  for c, h in zip(top.causes, held)]
     lines.append("")
     lines.append(style("  Evidence:", "bold"))
     width = len(str(max((e.line for e in top.evidence), default=0)))

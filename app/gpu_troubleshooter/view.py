@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Optional
 
-from .fixes import choose_fixes
+from .fixes import choose_causes, choose_fixes
 from .model import Entry, Text
 from .text import fill_placeholders
 
@@ -71,7 +71,7 @@ class FindingView:
     actor: str                    # user | site: who can fix it
     refines: tuple[str, ...]      # the broader entries, nearest first
     confidence: Optional[float]   # None for an entry shown without a log
-    causes: tuple[str, ...]
+    causes: tuple[str, ...]       # held first, unconditional next, false last (fixes.choose_causes)
     fixes: tuple[FixView, ...]
     evidence: tuple[EvidenceView, ...]
     values: tuple[tuple[str, str], ...]
@@ -79,6 +79,13 @@ class FindingView:
     ruled_out_by: tuple[str, ...]
     references: tuple[tuple[str, str], ...]   # (title, url)
     leads_to: tuple[str, ...]
+    causes_held: tuple[Optional[bool], ...] = ()   # beside `causes`: its condition holds / does not / none or unknown
+
+    @property
+    def likely_causes(self) -> tuple[str, ...]:
+        """The causes the short view may show: all but those whose condition is false for this log."""
+        held = self.causes_held or (None,) * len(self.causes)
+        return tuple(c for c, h in zip(self.causes, held) if h is not False)
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON form (docs/engine-api.md, schema 1 plus added fields)."""
@@ -93,6 +100,7 @@ class FindingView:
             "evidence": [{"line": e.line, "text": e.text} for e in self.evidence],
             "values": dict(self.values),
             "causes": list(self.causes),
+            "causes_held": list(self.causes_held or (None,) * len(self.causes)),
             "fixes": [f.to_dict() for f in self.fixes],
             "references": [{"title": t, "url": u} for t, u in self.references],
             "facts": {"confirmed_by": list(self.confirmed_by), "ruled_out_by": list(self.ruled_out_by)},
@@ -120,6 +128,7 @@ def entry_view(entry: Entry, lang: str = "en", site: Optional[Mapping[str, Any]]
                 if fix.code is not None else None,
                 held=held, scheduler=fix.scheduler)
         for fix, held in choose_fixes(entry, values, facts, scheduler))
+    causes = choose_causes(entry, values, facts, scheduler)
     return FindingView(
         id=entry.id,
         title=entry.title.get(lang),
@@ -128,7 +137,8 @@ def entry_view(entry: Entry, lang: str = "en", site: Optional[Mapping[str, Any]]
         actor=entry.actor,
         refines=entry.broader or ((entry.refines,) if entry.refines else ()),
         confidence=confidence,
-        causes=tuple(c.get(lang) for c in entry.causes),
+        causes=tuple(_fill(c, lang, site, values) for c, _ in causes),
+        causes_held=tuple(held for _, held in causes),
         fixes=fixes,
         evidence=tuple(EvidenceView(e.line, e.text, e.span or (_span(entry, e.text) if len(e.text) > 80 else None)) for e in evidence),
         values=tuple(values.items()),
