@@ -17,7 +17,7 @@ from .fixes import choose_causes, choose_fixes
 from .model import Entry, Text
 from .text import fill_placeholders
 
-__all__ = ["FixView", "FindingView", "finding_view", "entry_view"]
+__all__ = ["FixView", "FindingView", "finding_view", "entry_view", "site_settings"]
 
 
 @dataclass(frozen=True)
@@ -107,6 +107,22 @@ class FindingView:
         }
 
 
+PYTORCH_WHEELS = "https://download.pytorch.org/whl/"
+_WHEEL_TAG = re.compile(r"^(?:cu\d{3}|cpu|rocm\d+(?:\.\d+)*|xpu)$")
+
+
+def site_settings(site: Mapping[str, Any]) -> dict[str, Any]:
+    """The site's placeholders as fixes and conditions see them. `torch_wheel_index_override`
+    (a URL, or a PyTorch variant such as `cu128`) wins over the wheel index a fix chose from
+    the log's driver or GPU: it is spelled out as a URL, and `{site.torch_wheel_index}` is it too."""
+    out = dict(site)
+    override = str(out.get("torch_wheel_index_override") or "").strip()
+    if override:
+        url = PYTORCH_WHEELS + override if _WHEEL_TAG.match(override) else override
+        out["torch_wheel_index_override"] = out["torch_wheel_index"] = url
+    return out
+
+
 def _fill(text: Text, lang: str, site: Mapping[str, Any], values: Mapping[str, Any]) -> str:
     return fill_placeholders(text.get(lang), site, values)
 
@@ -117,7 +133,7 @@ def entry_view(entry: Entry, lang: str = "en", site: Optional[Mapping[str, Any]]
                evidence: tuple[EvidenceView, ...] = (), confirmed_by: tuple[str, ...] = (),
                ruled_out_by: tuple[str, ...] = ()) -> FindingView:
     """The view of one entry; with no log, `values` and `evidence` are empty."""
-    site = site or {}
+    site = site_settings(site or {})
     if lang != "en":
         from .i18n import localise_entry  # only for a translated language: English never loads it
         entry = localise_entry(entry, lang)
@@ -127,8 +143,8 @@ def entry_view(entry: Entry, lang: str = "en", site: Optional[Mapping[str, Any]]
                 code=CodeView(fix.code.lang, _fill(fix.code.text, lang, site, values).rstrip("\n"))
                 if fix.code is not None else None,
                 held=held, scheduler=fix.scheduler)
-        for fix, held in choose_fixes(entry, values, facts, scheduler))
-    causes = choose_causes(entry, values, facts, scheduler)
+        for fix, held in choose_fixes(entry, values, facts, scheduler, site))
+    causes = choose_causes(entry, values, facts, scheduler, site)
     return FindingView(
         id=entry.id,
         title=entry.title.get(lang),
