@@ -20,7 +20,8 @@ import re
 from dataclasses import dataclass
 
 __all__ = ["FactOutcome", "apply_fact_rules", "validate_fact_rule", "validate_condition", "condition_problems",
-           "lookup", "evaluate", "parse_size", "parse_duration", "parse_number", "known_path",
+           "lookup", "evaluate", "parse_size", "parse_duration", "parse_number", "known_path", "format_duration",
+           "duration_paths",
            "EFFECTS", "OPERATORS", "QUANTITIES", "SITE_SETTINGS"]
 
 EFFECTS = ("confirms", "rules_out", "alone")
@@ -147,6 +148,38 @@ def parse_duration(text, unit=None):
 
 
 _DURATION_UNITS = {"s": 1, "m": 60, "min": 60, "h": 3600, "d": 86400}
+
+
+def format_duration(text: object, unit: object = None) -> object:
+    """A bare number of seconds (or of ``unit``) as HH:MM:SS, hours not wrapped into days, as
+    PBS and LSF write walltime: ``172812`` -> ``48:00:12``. Anything else (``01:00:00``,
+    ``1-00:00:00``, text) is returned as it was."""
+    if isinstance(text, bool) or not _NUMBER.match(str(text)):
+        return text
+    seconds = parse_duration(str(text), unit)
+    if seconds is None:
+        return text
+    whole = int(round(seconds))
+    return "%02d:%02d:%02d" % (whole // 3600, whole % 3600 // 60, whole % 60)
+
+
+def duration_paths(cond: object, out: "dict[str, str] | None" = None) -> "dict[str, str]":
+    """{path: unit} of every path a condition compares ``as: duration`` (both sides of it)."""
+    out = {} if out is None else out
+    if isinstance(cond, dict):
+        for key in ("all", "any", "first"):
+            for sub in cond.get(key) or () if isinstance(cond.get(key), list) else ():
+                duration_paths(sub, out)
+        if "not" in cond:
+            duration_paths(cond["not"], out)
+        if cond.get("as") == "duration" and isinstance(cond.get("fact"), str):
+            unit = str(cond.get("unit") or "s")
+            sides = [cond] + [v for k, v in cond.items() if k in _ORDER and isinstance(v, dict)]
+            for side in sides:
+                for path in [side.get("fact")] + _paths(side.get("plus")) + _paths(side.get("minus")):
+                    if isinstance(path, str):
+                        out.setdefault(path, unit)
+    return out
 
 
 def parse_number(text):

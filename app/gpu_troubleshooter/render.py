@@ -211,7 +211,7 @@ def human(diagnosis, style, lang="en", full=False, width=None):
     wrap = max(width - 2, 40)
     lines += _wrapped(style(label(lang, "why"), "bold"), why_line(top), wrap)
     if top.values:
-        lines += _wrapped(label(lang, "found"), ", ".join(f"{k} = {v}" for k, v in top.values), wrap)
+        lines += _wrapped(label(lang, "found"), ", ".join(f"{k} = {v}" for k, v in top.shown_values or top.values), wrap)
     lines.append("")
     lines.append(style(f"  {label(lang, 'how')}", "bold"))
     fixes = short_fixes(top)
@@ -269,7 +269,7 @@ def human_full(diagnosis, style, lang="en"):
     if who_acts(top, lang):
         lines.append("  " + style(who_acts(top, lang), "yellow", "bold"))
     if top.values:
-        lines.append("  Found: " + ", ".join(f"{k} = {v}" for k, v in top.values))
+        lines.append("  Found: " + ", ".join(f"{k} = {v}" for k, v in top.shown_values or top.values))
     lines.append("")
     lines.append(style("  How to fix it:", "bold"))
     lines += render_fixes(top.fixes, style, "  ")

@@ -80,6 +80,7 @@ class FindingView:
     references: tuple[tuple[str, str], ...]   # (title, url)
     leads_to: tuple[str, ...]
     causes_held: tuple[Optional[bool], ...] = ()   # beside `causes`: its condition holds / does not / none or unknown
+    shown_values: tuple[tuple[str, str], ...] = ()  # `values` as a person reads them (durations as HH:MM:SS)
 
     @property
     def likely_causes(self) -> tuple[str, ...]:
@@ -123,6 +124,24 @@ def site_settings(site: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
+def shown_values(entry: Entry, values: Mapping[str, Any]) -> dict[str, Any]:
+    """The log's values as a person reads them: a value the entry's conditions compare
+    `as: duration` and the log gave as bare seconds (PBS Pro: `walltime 172812 exceeded
+    limit 172800`) is shown as HH:MM:SS (48:00:12), as the other schedulers print it.
+    Conditions and the JSON's `values` keep the log's own text."""
+    from .facts import duration_paths, format_duration
+    units: dict[str, str] = {}
+    for when in [f.when for f in entry.fixes] + list(entry.cause_when) + [r.when for r in entry.rules]:
+        if when is not None:
+            duration_paths(when, units)
+    out = dict(values)
+    for path, unit in units.items():
+        name = path[len("value."):] if path.startswith("value.") else None
+        if name in out:
+            out[name] = format_duration(out[name], unit)
+    return out
+
+
 def _fill(text: Text, lang: str, site: Mapping[str, Any], values: Mapping[str, Any]) -> str:
     return fill_placeholders(text.get(lang), site, values)
 
@@ -134,6 +153,7 @@ def entry_view(entry: Entry, lang: str = "en", site: Optional[Mapping[str, Any]]
                ruled_out_by: tuple[str, ...] = ()) -> FindingView:
     """The view of one entry; with no log, `values` and `evidence` are empty."""
     site = site_settings(site or {})
+    raw_values, values = values, shown_values(entry, values)
     if lang != "en":
         from .i18n import localise_entry  # only for a translated language: English never loads it
         entry = localise_entry(entry, lang)
@@ -143,8 +163,8 @@ def entry_view(entry: Entry, lang: str = "en", site: Optional[Mapping[str, Any]]
                 code=CodeView(fix.code.lang, _fill(fix.code.text, lang, site, values).rstrip("\n"))
                 if fix.code is not None else None,
                 held=held, scheduler=fix.scheduler)
-        for fix, held in choose_fixes(entry, values, facts, scheduler, site))
-    causes = choose_causes(entry, values, facts, scheduler, site)
+        for fix, held in choose_fixes(entry, raw_values, facts, scheduler, site))
+    causes = choose_causes(entry, raw_values, facts, scheduler, site)
     return FindingView(
         id=entry.id,
         title=entry.title.get(lang),
@@ -157,7 +177,8 @@ def entry_view(entry: Entry, lang: str = "en", site: Optional[Mapping[str, Any]]
         causes_held=tuple(held for _, held in causes),
         fixes=fixes,
         evidence=tuple(EvidenceView(e.line, e.text, e.span or (_span(entry, e.text) if len(e.text) > 80 else None)) for e in evidence),
-        values=tuple(values.items()),
+        values=tuple(raw_values.items()),
+        shown_values=tuple(values.items()),
         confirmed_by=confirmed_by,
         ruled_out_by=ruled_out_by,
         references=tuple((r.title.get(lang), r.url) for r in entry.references),
