@@ -53,3 +53,14 @@ def test_json_keeps_the_logs_own_values(kb):
 def test_translated_titles_get_the_same_units(kb):
     view = diagnose_text(PBS_PRO, kb).views("hr")[0]
     assert "48:00:12" in view.fixes[0].title and "172812" not in view.fixes[0].title
+
+
+@pytest.mark.parametrize("lang,note", [("en", "(PBS jobs)"), ("hr", "(za PBS poslove)"), ("sr", "(za PBS jobove)"),
+                                       ("ko", "(PBS 작업용)")])
+def test_fix_notes_are_in_the_readers_language(kb, lang, note):
+    d = diagnose_text(PBS_PRO, kb)
+    short = human(d, Style(False), lang=lang, width=100)
+    assert note in short and "48:00:12" in short
+    full = human(d, Style(False), lang=lang, full=True)
+    if lang != "en":
+        assert "probably not for this job" not in full
