@@ -66,7 +66,6 @@ ALONE = [
     ("no-gpu-allocated", {"scheduler.gpus_requested": 0}),
     ("no-gpu-allocated", {"scheduler.cuda_visible_devices": "", "scheduler.visible_device_count": 0}),
     ("cuda-driver-too-old", {"torch.driver_too_old": True, "gpu.cuda_driver_version": "11.4"}),
-    ("shm-exhausted", {"resources.shm": {"total_mib": 64, "free_mib": 60}}),
     ("container-no-gpu", {"env.container": {"runtime": "docker", "gpus_passed": False}}),
 ]
 
@@ -78,6 +77,15 @@ def test_fact_alone_is_a_finding_with_no_log(kb, entry_id, changes):
     assert f is not None, ids(d)
     assert f.evidence[0].line == 0 and f.confirmed_by
     assert get(diagnose_text(NO_LOG, kb, facts=HEALTHY), entry_id) is None
+
+
+def test_a_small_dev_shm_alone_is_no_finding(kb):
+    """A 64 MiB /dev/shm (a container default) is harmless for a job that never uses it: with no
+    log line it is not reported; with one it confirms shm-exhausted."""
+    tiny = variant(**{"resources.shm": {"total_mib": 64, "free_mib": 60}})
+    assert get(diagnose_text(NO_LOG, kb, facts=tiny), "shm-exhausted") is None
+    confirmed = get(diagnose_text(example("shm-exhausted"), kb, facts=tiny), "shm-exhausted")
+    assert confirmed is not None and any("/dev/shm is tiny" in c for c in confirmed.confirmed_by)
 
 
 CONFIRM = [

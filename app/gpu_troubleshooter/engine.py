@@ -10,7 +10,7 @@ Two stages, so that the expensive part only sees candidates:
 """
 import io
 
-from .findings import Diagnosis, Evidence, Finding
+from .findings import Diagnosis, Evidence, Finding, finer_first
 from .keylines import KEEP_PER_KIND, PATTERNS as KEY_PATTERNS, KeyLineCollector
 from .normalize import clean, decode
 from . import reader
@@ -412,7 +412,8 @@ def _apply_facts(findings, kb, facts):
 
 def rank(findings):
     """Best first: by confidence, then a root cause before what it leads to
-    (an OOM on one rank before the NCCL abort it causes), then earliest line."""
+    (an OOM on one rank before the NCCL abort it causes), then earliest line;
+    a finer finding right above the broader one it refines (findings.finer_first)."""
     ordered = sorted(findings, key=lambda f: (-round(f.confidence, 2), f.first_line or 10**12, f.id))
     present = {f.id for f in ordered}
     moved = True
@@ -428,4 +429,4 @@ def rank(findings):
                     break
             if moved:
                 break
-    return tuple(ordered)
+    return finer_first(ordered)

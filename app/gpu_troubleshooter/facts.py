@@ -20,8 +20,9 @@ import re
 from dataclasses import dataclass
 
 __all__ = ["FactOutcome", "apply_fact_rules", "validate_fact_rule", "validate_condition", "condition_problems",
-           "lookup", "evaluate", "parse_size", "parse_duration", "parse_number", "known_path",
-           "EFFECTS", "OPERATORS", "QUANTITIES"]
+           "lookup", "evaluate", "parse_size", "parse_duration", "parse_number", "known_path", "format_duration",
+           "duration_paths",
+           "EFFECTS", "OPERATORS", "QUANTITIES", "SITE_SETTINGS"]
 
 EFFECTS = ("confirms", "rules_out", "alone")
 OPERATORS = ("equals", "not_equals", "in", "lt", "le", "gt", "ge", "version_lt", "version_ge",
@@ -149,6 +150,38 @@ def parse_duration(text, unit=None):
 _DURATION_UNITS = {"s": 1, "m": 60, "min": 60, "h": 3600, "d": 86400}
 
 
+def format_duration(text: object, unit: object = None) -> object:
+    """A bare number of seconds (or of ``unit``) as HH:MM:SS, hours not wrapped into days, as
+    PBS and LSF write walltime: ``172812`` -> ``48:00:12``. Anything else (``01:00:00``,
+    ``1-00:00:00``, text) is returned as it was."""
+    if isinstance(text, bool) or not _NUMBER.match(str(text)):
+        return text
+    seconds = parse_duration(str(text), unit)
+    if seconds is None:
+        return text
+    whole = int(round(seconds))
+    return "%02d:%02d:%02d" % (whole // 3600, whole % 3600 // 60, whole % 60)
+
+
+def duration_paths(cond: object, out: "dict[str, str] | None" = None) -> "dict[str, str]":
+    """{path: unit} of every path a condition compares ``as: duration`` (both sides of it)."""
+    out = {} if out is None else out
+    if isinstance(cond, dict):
+        for key in ("all", "any", "first"):
+            for sub in cond.get(key) or () if isinstance(cond.get(key), list) else ():
+                duration_paths(sub, out)
+        if "not" in cond:
+            duration_paths(cond["not"], out)
+        if cond.get("as") == "duration" and isinstance(cond.get("fact"), str):
+            unit = str(cond.get("unit") or "s")
+            sides = [cond] + [v for k, v in cond.items() if k in _ORDER and isinstance(v, dict)]
+            for side in sides:
+                for path in [side.get("fact")] + _paths(side.get("plus")) + _paths(side.get("minus")):
+                    if isinstance(path, str):
+                        out.setdefault(path, unit)
+    return out
+
+
 def parse_number(text):
     """A plain number (``7.5``, ``12,000``); None otherwise."""
     if isinstance(text, bool) or text is None:
@@ -254,7 +287,8 @@ def _version_order(op, a, b):
 
 
 def _is_value_path(path):
-    return isinstance(path, str) and (path.startswith("value.") or path.startswith("log."))
+    """Paths whose absence is a fact (the log did not say it, the site did not set it), not unknown."""
+    return isinstance(path, str) and path.startswith(("value.", "log.", "site."))
 
 
 def _leaf(cond, ns, used):
@@ -303,7 +337,7 @@ def evaluate(cond, facts, used=None):
     """True / False / None (unknown). ``used`` collects "path = value" strings of the facts read.
 
     ``facts`` is the whole namespace: probe/scheduler facts, ``value.NAME`` (values
-    extracted from the log) and ``log.scheduler``. Never raises for missing values.
+    extracted from the log), ``log.scheduler`` and ``site.NAME`` (the site's settings). Never raises for missing values.
     """
     used = [] if used is None else used
     if not isinstance(cond, dict):
@@ -318,6 +352,12 @@ def evaluate(cond, facts, used=None):
         if any(r is True for r in results):
             return True
         return None if any(r is None for r in results) else False
+    if "first" in cond:  # the first part that is known decides: the log's value, else the probe's
+        for c in cond["first"]:
+            r = evaluate(c, facts, used)
+            if r is not None:
+                return r
+        return None
     if "not" in cond:
         r = evaluate(cond["not"], facts, used)
         return None if r is None else not r
@@ -383,14 +423,23 @@ sample.gpus.N.memory_used_max_mib sample.gpus.N.memory_total_mib sample.max_idle
 ladder log.scheduler
 """.split())
 OPEN_PREFIXES = ("scheduler.", "resources.cpu.flags.")
+# `site.NAME` in a condition: the site settings of _site.yaml that conditions may read
+# (documented in knowledge/_site.yaml and docs/knowledge-schema.md).
+SITE_SETTINGS = frozenset("""
+gpu_partition gpu_gres cuda_module python_module scratch_dir docs_url helpdesk helpdesk_url
+torch_wheel_index torch_wheel_index_override
+""".split())
 SCHEDULER_NAMES = ("slurm", "pbs", "lsf")
 
 
 def known_path(path, values=None):
-    """Whether a condition may read ``path``: a documented fact, ``log.scheduler``, or
-    ``value.NAME`` with NAME among ``values`` (None: any value name is accepted)."""
+    """Whether a condition may read ``path``: a documented fact, ``log.scheduler``,
+    ``site.NAME`` (a documented site setting), or ``value.NAME`` with NAME among
+    ``values`` (None: any value name is accepted)."""
     if not isinstance(path, str):
         return False
+    if path.startswith("site."):
+        return path[len("site."):] in SITE_SETTINGS
     if path.startswith("value."):
         name = path[len("value."):]
         return bool(name) and "." not in name and (values is None or name in values)
@@ -422,8 +471,10 @@ def _path_problems(path, where, values, check_paths):
         if path.startswith("value."):
             return ["%s: unknown value %r: declare it under the entry's values: (declared: %s)" % (
                 where, path, ", ".join(sorted(values or ())) or "none")]
-        return ["%s: unknown fact %r (see docs/probe-facts.md; also log.scheduler, scheduler.*, value.NAME)" % (
-            where, path)]
+        if path.startswith("site."):
+            return ["%s: unknown site setting %r (one of: %s)" % (where, path, ", ".join(sorted(SITE_SETTINGS)))]
+        return ["%s: unknown fact %r (see docs/probe-facts.md; also log.scheduler, scheduler.*, site.NAME, "
+                "value.NAME)" % (where, path)]
     return []
 
 
@@ -433,7 +484,7 @@ _LEAF_KEYS = {"fact", "as", "unit"} | set(_ARITH) | {"times"}
 def _validate_condition(cond, where, values=None, check_paths=False) -> list:
     if not isinstance(cond, dict) or not cond:
         return ["%s: a condition must be a mapping like {fact: torch.cuda_build, equals: null}" % where]
-    for key in ("all", "any"):
+    for key in ("all", "any", "first"):
         if key in cond:
             problems = [] if len(cond) == 1 else ["%s: '%s' must stand alone in its mapping" % (where, key)]
             items = cond[key]
@@ -446,7 +497,7 @@ def _validate_condition(cond, where, values=None, check_paths=False) -> list:
         problems = [] if len(cond) == 1 else ["%s: 'not' must stand alone in its mapping" % where]
         return problems + _validate_condition(cond["not"], where + ".not", values, check_paths)
     if "fact" not in cond:
-        return ["%s: needs 'fact' (a dotted path) or all/any/not" % where]
+        return ["%s: needs 'fact' (a dotted path) or all/any/first/not" % where]
     problems = _path_problems(cond["fact"], where, values, check_paths)
     ops = [k for k in cond if k not in _LEAF_KEYS]
     if len(ops) != 1:
@@ -508,7 +559,7 @@ def validate_condition(cond, values=None, where="when") -> list:
 
 
 def condition_problems(data) -> list:
-    """(key path, message) for every condition of a parsed entry: fixes' ``when`` and
+    """(key path, message) for every condition of a parsed entry: fixes', causes' and
     fact rules' ``when``, unknown fact paths and undeclared values included. The key
     path finds the line (schema.NodeLines.line(*key))."""
     if not isinstance(data, dict):
@@ -519,6 +570,10 @@ def condition_problems(data) -> list:
         if isinstance(fix, dict) and isinstance(fix.get("when"), dict):
             for msg in validate_condition(fix["when"], values, "when"):
                 out.append((("fixes", i, "when"), "fixes[%d]: %s" % (i + 1, msg)))
+    for i, cause in enumerate(data.get("causes") or () if isinstance(data.get("causes"), list) else ()):
+        if isinstance(cause, dict) and isinstance(cause.get("when"), dict):
+            for msg in validate_condition(cause["when"], values, "when"):
+                out.append((("causes", i, "when"), "causes[%d]: %s" % (i + 1, msg)))
     for i, rule in enumerate(data.get("facts") or () if isinstance(data.get("facts"), list) else ()):
         if isinstance(rule, dict) and isinstance(rule.get("when"), dict):
             # structure problems are reported by validate_fact_rule; here only the paths

@@ -38,6 +38,28 @@ class Finding:
         return finding_view(self, kb, lang, site, facts, scheduler)
 
 
+def finer_first(ordered):
+    """Findings in the engine's order, except that a finding which refines another one found
+    in the same log (`refines`, transitively: model.Entry.broader) ranks right above it:
+    `nccl-socket-interface` before `nccl-failure`, whatever their confidences. Nothing else
+    moves; a broader finding found alone stays where it was."""
+    out = list(ordered)
+    guard = len(out) ** 2 + 1          # a refines cycle (kb validate rejects it) cannot loop forever
+    moved = True
+    while moved and guard:
+        moved, guard = False, guard - 1
+        where = {f.id: i for i, f in enumerate(out)}
+        for i, finding in enumerate(out):
+            entry = finding.entry
+            broader = getattr(entry, "broader", ()) or ((entry.refines,) if getattr(entry, "refines", None) else ())
+            above = [where[b] for b in broader if where.get(b, i) < i]
+            if above:
+                out.insert(min(above), out.pop(i))
+                moved = True
+                break
+    return tuple(out)
+
+
 @dataclass(frozen=True)
 class Diagnosis:
     source: str

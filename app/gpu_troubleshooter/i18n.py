@@ -50,6 +50,8 @@ _FIX_KEYS = {"title", "text"}
 
 
 def _english(text) -> str:
+    if isinstance(text, dict) and "text" in text and "when" in text and "en" not in text:
+        text = text["text"]  # a cause with a condition, {text, when}: its text is what is translated
     if isinstance(text, dict):
         text = text.get("en", "")
     elif hasattr(text, "by_lang"):  # model.Text

@@ -119,6 +119,7 @@ class Entry:
     tags: tuple[str, ...] = ()
     severity: str = "error"
     causes: tuple[Text, ...] = ()
+    cause_when: tuple[Optional[Mapping[str, Any]], ...] = ()   # beside `causes`: each one's condition, or None
     fixes: tuple[Fix, ...] = ()
     references: tuple[Reference, ...] = ()
     rules: tuple[FactRule, ...] = ()
@@ -150,6 +151,11 @@ def _code(value: Any) -> Optional[Code]:
     return Code(lang=str(value.get("lang", "text")), text=Text.of(value.get("text")))
 
 
+def _is_conditional(cause: Any) -> bool:
+    """A cause written as {text: ..., when: ...} rather than as a bare text."""
+    return isinstance(cause, Mapping) and "text" in cause and "en" not in cause
+
+
 def entry_from_yaml(data: Mapping[str, Any], path: str, line: Any = None) -> Entry:
     """An Entry from one YAML document that schema.check_entry found valid.
 
@@ -176,7 +182,8 @@ def entry_from_yaml(data: Mapping[str, Any], path: str, line: Any = None) -> Ent
         summary=Text.of(data["summary"]),
         tags=tuple(data["tags"]),
         severity=data["severity"],
-        causes=tuple(Text.of(c) for c in data["causes"]),
+        causes=tuple(Text.of(c["text"] if _is_conditional(c) else c) for c in data["causes"]),
+        cause_when=tuple(c.get("when") if _is_conditional(c) else None for c in data["causes"]),
         fixes=tuple(Fix(title=Text.of(f["title"]), text=Text.of(f.get("text", "")), code=_code(f.get("code")),
                         when=f.get("when"), scheduler=f.get("scheduler"), line=where("fixes", i))
                     for i, f in enumerate(data["fixes"])),

@@ -27,15 +27,15 @@ def _indent(text, prefix):
     return textwrap.indent(text, prefix, lambda line: True)
 
 
-def render_fixes(fixes, style, indent="  ", start=1):
+def render_fixes(fixes, style, indent="  ", start=1, lang="en"):
     """Numbered fixes (view.FixView), in the order chosen for this job."""
     out = []
     for n, fix in enumerate(fixes, start):
         notes = []
         if fix.scheduler:
-            notes.append(f"{SCHEDULER_NAMES.get(fix.scheduler, fix.scheduler)} jobs")
+            notes.append(label(lang, "jobs_of").format(scheduler=SCHEDULER_NAMES.get(fix.scheduler, fix.scheduler)))
         if fix.held is False:
-            notes.append("probably not for this job")
+            notes.append(label(lang, "not_this_job"))
         note = style(f"  ({'; '.join(notes)})", "dim") if notes else ""
         out.append(f"{indent}{style(f'{n}. ' + fix.title, 'bold')}{note}")
         if fix.text:
@@ -78,7 +78,8 @@ def _terminal_width():
 # The first screen's own words. The translations follow the seed guides' terms (docs/translations.md:
 # hr posao/čvor, sr job/nod, ko 작업/노드) and were checked by translating them back into English.
 LABELS = {
-    "en": {"who": "Who fixes it:", "you": "you", "site": "the site's admins (not something you can fix)",
+    "en": {"jobs_of": "{scheduler} jobs", "not_this_job": "probably not for this job",
+           "who": "Who fixes it:", "you": "you", "site": "the site's admins (not something you can fix)",
            "looks": "What it looks like in a log:", "why_long": "Why it happens:", "follows": "Often followed by:",
            "read": "Read more:", "file": "Entry file:",
            "site_long": "Your site's admins must fix this, not you; send them this report (`troubleshoot --json` "
@@ -91,7 +92,8 @@ LABELS = {
            "hello": "Hello, my job failed with a problem on the node side that I cannot fix myself.",
            "job": "Job ID", "node": "Node", "time": "Time", "log": "Log file", "diagnosis": "Diagnosis",
            "says": "The log says:", "ask": "Could you check the node, please?"},
-    "hr": {"who": "Tko to rješava:", "you": "vi", "site": "administratori vašeg centra (ne možete to sami popraviti)",
+    "hr": {"jobs_of": "za {scheduler} poslove", "not_this_job": "vjerojatno nije za ovaj posao",
+           "who": "Tko to rješava:", "you": "vi", "site": "administratori vašeg centra (ne možete to sami popraviti)",
            "looks": "Kako to izgleda u logu:", "why_long": "Zašto se to događa:", "follows": "Često slijedi:",
            "read": "Više o tome:", "file": "Datoteka unosa:",
            "site_long": "Ovo moraju popraviti administratori vašeg centra, ne vi; pošaljite im ovaj izvještaj "
@@ -104,7 +106,8 @@ LABELS = {
            "hello": "Pozdrav, moj posao je prekinut zbog problema na čvoru koji ne mogu sam riješiti.",
            "job": "ID posla", "node": "Čvor", "time": "Vrijeme", "log": "Log datoteka", "diagnosis": "Dijagnoza",
            "says": "U logu piše:", "ask": "Možete li, molim vas, provjeriti čvor?"},
-    "sr": {"who": "Ko to rešava:", "you": "vi", "site": "administratori vašeg centra (ne možete sami da popravite)",
+    "sr": {"jobs_of": "za {scheduler} jobove", "not_this_job": "verovatno nije za ovaj job",
+           "who": "Ko to rešava:", "you": "vi", "site": "administratori vašeg centra (ne možete sami da popravite)",
            "looks": "Kako to izgleda u logu:", "why_long": "Zašto se to dešava:", "follows": "Često sledi:",
            "read": "Više o tome:", "file": "Fajl unosa:",
            "site_long": "Ovo moraju da poprave administratori vašeg centra, ne vi; pošaljite im ovaj izveštaj "
@@ -117,7 +120,8 @@ LABELS = {
            "hello": "Pozdrav, moj job je prekinut zbog problema na nodu koji ne mogu sam da rešim.",
            "job": "ID joba", "node": "Nod", "time": "Vreme", "log": "Log fajl", "diagnosis": "Dijagnoza",
            "says": "U logu piše:", "ask": "Možete li, molim vas, da proverite nod?"},
-    "ko": {"who": "누가 고치나요:", "you": "사용자 본인", "site": "사이트 관리자 (사용자가 직접 고칠 수 없음)",
+    "ko": {"jobs_of": "{scheduler} 작업용", "not_this_job": "이 작업에는 해당하지 않을 가능성이 높음",
+           "who": "누가 고치나요:", "you": "사용자 본인", "site": "사이트 관리자 (사용자가 직접 고칠 수 없음)",
            "looks": "로그에서 보이는 모습:", "why_long": "발생 원인:", "follows": "흔히 뒤따르는 오류:",
            "read": "더 읽어보기:", "file": "항목 파일:",
            "site_long": "사용자가 아니라 사이트 관리자가 고쳐야 합니다. 이 보고서(`troubleshoot --json` 출력), "
@@ -146,8 +150,10 @@ def short_fixes(view):
 
 
 def why_line(view):
-    """One line of why: the first sentence of the first cause, else of the summary."""
-    text = " ".join((view.causes[0] if view.causes else view.summary).split())
+    """One line of why: the first sentence of the first cause that fits this log (held first,
+    never one whose condition is false), else of the summary."""
+    likely = view.likely_causes
+    text = " ".join((likely[0] if likely else view.summary).split())
     cut = re.search(r"(?<=[.!?。])\s", text)
     return text[:cut.start()] if cut else text
 
@@ -209,7 +215,7 @@ def human(diagnosis, style, lang="en", full=False, width=None):
     wrap = max(width - 2, 40)
     lines += _wrapped(style(label(lang, "why"), "bold"), why_line(top), wrap)
     if top.values:
-        lines += _wrapped(label(lang, "found"), ", ".join(f"{k} = {v}" for k, v in top.values), wrap)
+        lines += _wrapped(label(lang, "found"), ", ".join(f"{k} = {v}" for k, v in top.shown_values or top.values), wrap)
     lines.append("")
     lines.append(style(f"  {label(lang, 'how')}", "bold"))
     fixes = short_fixes(top)
@@ -217,10 +223,10 @@ def human(diagnosis, style, lang="en", full=False, width=None):
         fix, message = site_fix(top, diagnosis, lang)
         lines.append(f"  {style('1. ' + fix.title, 'bold')}")
         lines.append(_indent(style(message, "cyan"), "       "))
-        lines += render_fixes(fixes[:SHORT_FIXES - 1], style, "  ", start=2)
+        lines += render_fixes(fixes[:SHORT_FIXES - 1], style, "  ", start=2, lang=lang)
         fixes = fixes[:SHORT_FIXES - 1]
     else:
-        lines += render_fixes(fixes, style, "  ")
+        lines += render_fixes(fixes, style, "  ", lang=lang)
     lines.append("")
     lines.append(style(f"  {label(lang, 'evidence')}", "bold"))
     num = len(str(max((e.line for e in top.evidence), default=0)))
@@ -267,14 +273,16 @@ def human_full(diagnosis, style, lang="en"):
     if who_acts(top, lang):
         lines.append("  " + style(who_acts(top, lang), "yellow", "bold"))
     if top.values:
-        lines.append("  Found: " + ", ".join(f"{k} = {v}" for k, v in top.values))
+        lines.append("  Found: " + ", ".join(f"{k} = {v}" for k, v in top.shown_values or top.values))
     lines.append("")
     lines.append(style("  How to fix it:", "bold"))
-    lines += render_fixes(top.fixes, style, "  ")
+    lines += render_fixes(top.fixes, style, "  ", lang=lang)
     if top.causes:
         lines.append("")
         lines.append(style("  Why this happens:", "bold"))
-        lines += [f"  - {c}" for c in top.causes]
+        held = top.causes_held or (None,) * len(top.causes)
+        lines += [f"  - {c}" + (style(f"  ({label(lang, 'not_this_job')})", "dim") if h is False else "")
+                  for c, h in zip(top.causes, held)]
     lines.append("")
     lines.append(style("  Evidence:", "bold"))
     width = len(str(max((e.line for e in top.evidence), default=0)))
@@ -339,7 +347,7 @@ def explain(entry, site, lang="en", style=None):
     out += [f"  {p}" for p in entry.phrases] or [f"  /{s.pattern}/" for s in entry.signatures]
     out += ["", style(label(lang, "why_long"), "bold")] + [f"  - {c}" for c in view.causes]
     out += ["", style(label(lang, "how"), "bold")]
-    out += render_fixes(view.fixes, style)
+    out += render_fixes(view.fixes, style, lang=lang)
     if view.leads_to:
         out += ["", f"{label(lang, 'follows')} {', '.join(view.leads_to)}"]
     if view.references:

@@ -192,8 +192,14 @@ def check_entry(data, lines: NodeLines, path: str, stem: str, re2: bool = True):
             elif f"(?P<{name}>" not in rx:
                 bad(f"value '{name}': the regex needs a named group (?P<{name}>...)", "values", name)
     causes = data.get("causes")
-    if "causes" in data and not (isinstance(causes, list) and causes and all(is_text(c) for c in causes)):
+    if "causes" in data and not (isinstance(causes, list) and causes and all(is_text(c) or isinstance(c, dict)
+                                                                             for c in causes)):
         bad("causes must be a non-empty list of texts", "causes")
+    elif isinstance(causes, list):
+        for i, cause in enumerate(causes):  # a text, or {text, when} (a cause that fits only some logs)
+            if not is_text(cause) and not (set(cause) == {"text", "when"} and is_text(cause["text"])
+                                           and isinstance(cause["when"], dict)):
+                bad(f"causes[{i + 1}] must be a text, or {{text: ..., when: CONDITION}}", "causes", i)
     fixes = data.get("fixes")
     if "fixes" in data:
         if not (isinstance(fixes, list) and fixes):

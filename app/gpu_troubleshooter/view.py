@@ -13,11 +13,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Optional
 
-from .fixes import choose_fixes
+from .fixes import choose_causes, choose_fixes
 from .model import Entry, Text
 from .text import fill_placeholders
 
-__all__ = ["FixView", "FindingView", "finding_view", "entry_view"]
+__all__ = ["FixView", "FindingView", "finding_view", "entry_view", "site_settings"]
 
 
 @dataclass(frozen=True)
@@ -71,7 +71,7 @@ class FindingView:
     actor: str                    # user | site: who can fix it
     refines: tuple[str, ...]      # the broader entries, nearest first
     confidence: Optional[float]   # None for an entry shown without a log
-    causes: tuple[str, ...]
+    causes: tuple[str, ...]       # held first, unconditional next, false last (fixes.choose_causes)
     fixes: tuple[FixView, ...]
     evidence: tuple[EvidenceView, ...]
     values: tuple[tuple[str, str], ...]
@@ -79,6 +79,14 @@ class FindingView:
     ruled_out_by: tuple[str, ...]
     references: tuple[tuple[str, str], ...]   # (title, url)
     leads_to: tuple[str, ...]
+    causes_held: tuple[Optional[bool], ...] = ()   # beside `causes`: its condition holds / does not / none or unknown
+    shown_values: tuple[tuple[str, str], ...] = ()  # `values` as a person reads them (durations as HH:MM:SS)
+
+    @property
+    def likely_causes(self) -> tuple[str, ...]:
+        """The causes the short view may show: all but those whose condition is false for this log."""
+        held = self.causes_held or (None,) * len(self.causes)
+        return tuple(c for c, h in zip(self.causes, held) if h is not False)
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON form (docs/engine-api.md, schema 1 plus added fields)."""
@@ -93,10 +101,45 @@ class FindingView:
             "evidence": [{"line": e.line, "text": e.text} for e in self.evidence],
             "values": dict(self.values),
             "causes": list(self.causes),
+            "causes_held": list(self.causes_held or (None,) * len(self.causes)),
             "fixes": [f.to_dict() for f in self.fixes],
             "references": [{"title": t, "url": u} for t, u in self.references],
             "facts": {"confirmed_by": list(self.confirmed_by), "ruled_out_by": list(self.ruled_out_by)},
         }
+
+
+PYTORCH_WHEELS = "https://download.pytorch.org/whl/"
+_WHEEL_TAG = re.compile(r"^(?:cu\d{3}|cpu|rocm\d+(?:\.\d+)*|xpu)$")
+
+
+def site_settings(site: Mapping[str, Any]) -> dict[str, Any]:
+    """The site's placeholders as fixes and conditions see them. `torch_wheel_index_override`
+    (a URL, or a PyTorch variant such as `cu128`) wins over the wheel index a fix chose from
+    the log's driver or GPU: it is spelled out as a URL, and `{site.torch_wheel_index}` is it too."""
+    out = dict(site)
+    override = str(out.get("torch_wheel_index_override") or "").strip()
+    if override:
+        url = PYTORCH_WHEELS + override if _WHEEL_TAG.match(override) else override
+        out["torch_wheel_index_override"] = out["torch_wheel_index"] = url
+    return out
+
+
+def shown_values(entry: Entry, values: Mapping[str, Any]) -> dict[str, Any]:
+    """The log's values as a person reads them: a value the entry's conditions compare
+    `as: duration` and the log gave as bare seconds (PBS Pro: `walltime 172812 exceeded
+    limit 172800`) is shown as HH:MM:SS (48:00:12), as the other schedulers print it.
+    Conditions and the JSON's `values` keep the log's own text."""
+    from .facts import duration_paths, format_duration
+    units: dict[str, str] = {}
+    for when in [f.when for f in entry.fixes] + list(entry.cause_when) + [r.when for r in entry.rules]:
+        if when is not None:
+            duration_paths(when, units)
+    out = dict(values)
+    for path, unit in units.items():
+        name = path[len("value."):] if path.startswith("value.") else None
+        if name in out:
+            out[name] = format_duration(out[name], unit)
+    return out
 
 
 def _fill(text: Text, lang: str, site: Mapping[str, Any], values: Mapping[str, Any]) -> str:
@@ -109,7 +152,8 @@ def entry_view(entry: Entry, lang: str = "en", site: Optional[Mapping[str, Any]]
                evidence: tuple[EvidenceView, ...] = (), confirmed_by: tuple[str, ...] = (),
                ruled_out_by: tuple[str, ...] = ()) -> FindingView:
     """The view of one entry; with no log, `values` and `evidence` are empty."""
-    site = site or {}
+    site = site_settings(site or {})
+    raw_values, values = values, shown_values(entry, values)
     if lang != "en":
         from .i18n import localise_entry  # only for a translated language: English never loads it
         entry = localise_entry(entry, lang)
@@ -119,7 +163,8 @@ def entry_view(entry: Entry, lang: str = "en", site: Optional[Mapping[str, Any]]
                 code=CodeView(fix.code.lang, _fill(fix.code.text, lang, site, values).rstrip("\n"))
                 if fix.code is not None else None,
                 held=held, scheduler=fix.scheduler)
-        for fix, held in choose_fixes(entry, values, facts, scheduler))
+        for fix, held in choose_fixes(entry, raw_values, facts, scheduler, site))
+    causes = choose_causes(entry, raw_values, facts, scheduler, site)
     return FindingView(
         id=entry.id,
         title=entry.title.get(lang),
@@ -128,10 +173,12 @@ def entry_view(entry: Entry, lang: str = "en", site: Optional[Mapping[str, Any]]
         actor=entry.actor,
         refines=entry.broader or ((entry.refines,) if entry.refines else ()),
         confidence=confidence,
-        causes=tuple(c.get(lang) for c in entry.causes),
+        causes=tuple(_fill(c, lang, site, values) for c, _ in causes),
+        causes_held=tuple(held for _, held in causes),
         fixes=fixes,
         evidence=tuple(EvidenceView(e.line, e.text, e.span or (_span(entry, e.text) if len(e.text) > 80 else None)) for e in evidence),
-        values=tuple(values.items()),
+        values=tuple(raw_values.items()),
+        shown_values=tuple(values.items()),
         confirmed_by=confirmed_by,
         ruled_out_by=ruled_out_by,
         references=tuple((r.title.get(lang), r.url) for r in entry.references),

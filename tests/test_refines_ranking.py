@@ -1,0 +1,118 @@
+"""A finer entry (`refines: BROADER`) found in the same log as its broader entry ranks right
+above it through `refines` itself, whatever the confidences and with no `leads_to` line;
+the broader entry found alone is still reported; the JSON finding lists the broader ids."""
+import re
+from pathlib import Path
+
+import pytest
+
+from gpu_troubleshooter.engine import diagnose_path, diagnose_text, rank
+from gpu_troubleshooter.findings import Evidence, Finding, finer_first
+from gpu_troubleshooter.knowledge import load_knowledge_base
+from gpu_troubleshooter.model import Entry
+
+
+def entry(id, refines=None, broader=(), leads_to=()):
+    return Entry(id=id, path=f"{id}.yaml", refines=refines, broader=broader or ((refines,) if refines else ()),
+                 leads_to=tuple(leads_to))
+
+
+def finding(e, confidence, line):
+    return Finding(entry=e, confidence=confidence, evidence=(Evidence(line, "x"),))
+
+
+def ids(findings):
+    return [f.id for f in findings]
+
+
+def test_finer_ranks_above_broader_even_with_lower_confidence():
+    broad, fine, other = entry("nccl-failure"), entry("nccl-socket-interface", "nccl-failure"), entry("cuda-oom")
+    found = [finding(broad, 0.99, 5), finding(fine, 0.6, 9), finding(other, 0.8, 1)]
+    assert ids(rank(found)) == ["nccl-socket-interface", "nccl-failure", "cuda-oom"]
+
+
+def test_broader_alone_is_reported_and_unrelated_order_is_kept():
+    broad, other = entry("nccl-failure"), entry("cuda-oom")
+    assert ids(rank([finding(other, 0.9, 1), finding(broad, 0.99, 5)])) == ["nccl-failure", "cuda-oom"]
+    fine = entry("nccl-socket-interface", "nccl-failure")
+    assert ids(rank([finding(fine, 0.7, 3)])) == ["nccl-socket-interface"]
+
+
+def test_a_chain_of_refinements_ranks_finest_first():
+    c = entry("shared-library-missing")
+    b = entry("torch-extension-abi-mismatch", "shared-library-missing")
+    a = entry("xformers-torch-mismatch", "torch-extension-abi-mismatch",
+              broader=("torch-extension-abi-mismatch", "shared-library-missing"))
+    found = [finding(c, 0.99, 1), finding(b, 0.9, 2), finding(a, 0.7, 3)]
+    assert ids(finer_first(found)) == ["xformers-torch-mismatch", "torch-extension-abi-mismatch",
+                                       "shared-library-missing"]
+    # the finest found alone with the broadest: still first
+    assert ids(finer_first([finding(c, 0.99, 1), finding(a, 0.7, 3)])) == ["xformers-torch-mismatch",
+                                                                         "shared-library-missing"]
+
+
+def test_a_root_cause_still_ranks_above_the_pair():
+    oom = entry("cuda-oom", leads_to=("nccl-failure",))
+    broad, fine = entry("nccl-failure"), entry("nccl-socket-interface", "nccl-failure")
+    found = [finding(broad, 0.99, 9), finding(fine, 0.7, 8), finding(oom, 0.9, 20)]
+    assert ids(rank(found)) == ["cuda-oom", "nccl-socket-interface", "nccl-failure"]
+
+
+def test_a_refines_cycle_terminates():
+    a, b = entry("a", "b", broader=("b",)), entry("b", "a", broader=("a",))
+    assert sorted(ids(finer_first([finding(a, 0.9, 1), finding(b, 0.9, 2)]))) == ["a", "b"]
+
+
+@pytest.fixture(scope="module")
+def kb():
+    return load_knowledge_base()
+
+
+def test_refines_alone_ranks_a_real_pair_without_leads_to(kb, tmp_path):
+    """nccl-socket-interface (0.95) with nccl-failure (0.99) in one log: the finer entry first,
+    with its `leads_to: [nccl-failure]` line taken out (a site copy replaces the bundled entry)."""
+    fine = kb.get("nccl-socket-interface")
+    assert fine.refines == "nccl-failure"
+    site = tmp_path / "site" / "distributed"
+    site.mkdir(parents=True)
+    text = Path(fine.path).read_text(encoding="utf-8")
+    stripped = re.sub(r"(?m)^leads_to: \[nccl-failure\]\n", "", text)
+    (site / "nccl-socket-interface.yaml").write_text(stripped, encoding="utf-8")
+    no_leads = load_knowledge_base([tmp_path / "site"])
+    assert no_leads.get("nccl-socket-interface").leads_to == () and not no_leads.problems
+    log = [p for p in fine.examples("must-match") if "eno1" in p.name][0]
+    d = diagnose_path(str(log), no_leads)
+    found = {f.id: f.confidence for f in d.findings}
+    assert found["nccl-failure"] > found["nccl-socket-interface"]     # the broader one is surer...
+    assert ids(d.findings)[:2] == ["nccl-socket-interface", "nccl-failure"]   # ...and still second
+    assert d.to_dict()["findings"][0]["refines"] == ["nccl-failure"]
+
+
+def test_a_generic_nccl_error_alone_is_the_broader_entry(kb):
+    d = diagnose_text("torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/"
+                      "ProcessGroupNCCL.cpp:1275, unhandled system error, NCCL version 2.14.3\n"
+                      "ncclSystemError: System call (e.g. socket, malloc) or external library call failed "
+                      "or device error.", kb)
+    assert ids(d.findings)[0] == "nccl-failure"
+    assert d.to_dict()["findings"][0]["refines"] == []
+
+
+def test_bundled_finer_entries_need_no_leads_to_for_their_broader(kb):
+    """Where a finer entry's broader one is found in its own must-match logs, the finer ranks first
+    through refines alone: checked with every such leads_to line taken out of the knowledge base."""
+    import dataclasses
+    entries = {e.id: e for e in kb.entries}
+    stripped = {i: dataclasses.replace(e, leads_to=tuple(t for t in e.leads_to if t not in e.broader))
+                for i, e in entries.items()}
+    checked = 0
+    for e in stripped.values():
+        if not e.refines:
+            continue
+        for log in e.examples("must-match"):
+            d = diagnose_path(str(log), kb)
+            found = [dataclasses.replace(f, entry=stripped[f.id]) for f in d.findings]
+            if {e.id} | set(e.broader) <= {f.id for f in found} and e.refines in ids(found):
+                checked += 1
+                order = ids(rank(found))
+                assert order.index(e.id) < order.index(e.refines), (log.name, order)
+    assert checked >= 5
