@@ -96,6 +96,25 @@ class Cache:
             except OSError:
                 pass
 
+    def discard(self, kind: str, key: str, ext: str = "bin") -> None:
+        """Remove one file (found damaged after it was loaded); a failure is ignored."""
+        path = self._file(kind, key, ext)
+        if path is not None:
+            try:
+                path.unlink()
+            except OSError:
+                pass
+
+    def keys(self, kind: str, ext: str = "bin") -> list[str]:
+        """The keys held for a kind, most recently used first."""
+        if self.root is None:
+            return []
+        try:
+            files = sorted(self.root.glob(f"{kind}-*.{ext}"), key=lambda p: p.stat().st_mtime, reverse=True)
+        except OSError:
+            return []
+        return [p.name[len(kind) + 1:-len(ext) - 1] for p in files]
+
     def load_object(self, kind: str, key: str, valid: Callable[[Any], bool]) -> Optional[Any]:
         """An object stored by store_object, if it unpickles and `valid(obj)` holds."""
         data = self.load_bytes(kind, key, "pickle")
