@@ -156,3 +156,16 @@ def test_a_site_entry_the_scanner_rejects_gives_the_bundled_entry_of_its_id_back
         assert problem.line == 7 and "rejected by the scanner" in problem.message
         assert kb.get("cuda-oom").path != str(site / "cuda-oom.yaml")
         assert [f.id for f in diagnose_text(OOM, kb).findings][0] == "cuda-oom"
+
+
+def test_a_site_draft_the_scanner_rejects_is_reported_and_skipped(cache, tmp_path):
+    pytest.importorskip("hyperscan")
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "half-done.yaml").write_text(_entry("half-done", "", signature="regex: 'SITE_HS$DRAFT'") + "draft: true\n")
+    (site / "good.yaml").write_text(_entry("good", "SITE_GOOD_MARKER"))
+    for _ in range(2):
+        kb = load_knowledge_base([site], bundled=False, cache=cache)
+        [problem] = kb.problems
+        assert problem.file.endswith("half-done.yaml") and problem.line == 7 and "rejected by the scanner" in problem.message
+        assert not kb.drafts and kb.get("good") is not None

@@ -47,7 +47,8 @@ class Cache:
     def _file(self, kind: str, key: str, ext: str) -> Optional[Path]:
         return None if self.root is None else self.root / f"{kind}-{key}.{ext}"
 
-    def load_bytes(self, kind: str, key: str, ext: str = "bin") -> Optional[bytes]:
+    def load_bytes(self, kind: str, key: str, ext: str = "bin", touch: bool = True) -> Optional[bytes]:
+        """The file's contents, or None; `touch` marks it as used (pruning keeps the most recently used)."""
         path = self._file(kind, key, ext)
         if path is None:
             return None
@@ -55,10 +56,11 @@ class Cache:
             data = path.read_bytes()
         except OSError:
             return None
-        try:  # most recently used is kept longest
-            os.utime(path)
-        except OSError:
-            pass
+        if touch:
+            try:  # most recently used is kept longest
+                os.utime(path)
+            except OSError:
+                pass
         return data
 
     def store_bytes(self, kind: str, key: str, data: bytes, ext: str = "bin") -> bool:
@@ -115,9 +117,9 @@ class Cache:
             return []
         return [p.name[len(kind) + 1:-len(ext) - 1] for p in files]
 
-    def load_object(self, kind: str, key: str, valid: Callable[[Any], bool]) -> Optional[Any]:
+    def load_object(self, kind: str, key: str, valid: Callable[[Any], bool], touch: bool = True) -> Optional[Any]:
         """An object stored by store_object, if it unpickles and `valid(obj)` holds."""
-        data = self.load_bytes(kind, key, "pickle")
+        data = self.load_bytes(kind, key, "pickle", touch)
         if data is None:
             return None
         try:

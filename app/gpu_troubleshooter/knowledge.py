@@ -366,7 +366,7 @@ def _memo(cache: Cache, digests: dict[str, str]) -> _Memo:
     """What earlier cached knowledge bases parsed each file into, by (path, trusted, digest), for the files still there."""
     memo: _Memo = {}
     for old in cache.keys("kb", "pickle")[:3]:
-        held = _unpack(cache.load_object("kb", old, lambda obj: True), None, None)
+        held = _unpack(cache.load_object("kb", old, lambda obj: True, touch=False), None, None)
         if held is None:
             continue
         by_id, _, _, files = held
@@ -466,10 +466,21 @@ def _scanner_rejects(by_id: dict[str, Entry], shadowed: dict[str, list[Entry]],
         import hyperscan  # noqa: F401  # without it the RE2 fallback runs them; schema.py checked RE2
     except ImportError:
         return []
-    out: list[tuple[Entry, Problem]] = []
+    def drop(entry: Entry) -> None:
+        earlier = shadowed.get(entry.id)
+        if earlier and any(e is entry for e in earlier):
+            earlier[:] = [e for e in earlier if e is not entry]
+        elif by_id.get(entry.id) is entry:
+            if earlier:
+                by_id[entry.id] = earlier.pop()
+            else:
+                del by_id[entry.id]
+
     aside = [e for e in by_id.values() if e.draft and e.path in untrusted]
     aside += [e for earlier in shadowed.values() for e in earlier if e.path in untrusted]
-    out += _rejected_alone(aside)
+    out = _rejected_alone(aside)
+    for entry, _ in out:
+        drop(entry)
     for _ in range(len(by_id) + 1):
         live = sorted((e for e in by_id.values() if not e.draft), key=lambda e: e.id)
         dropped = _scanner_drops(live, untrusted)
@@ -477,11 +488,7 @@ def _scanner_rejects(by_id: dict[str, Entry], shadowed: dict[str, list[Entry]],
             break
         for entry, problem in dropped:
             out.append((entry, problem))
-            earlier = shadowed.get(entry.id)
-            if earlier:
-                by_id[entry.id] = earlier.pop()
-            else:
-                del by_id[entry.id]
+            drop(entry)
     order = {path: n for n, path in enumerate(sorted(untrusted, key=lambda p: p.split(os.sep)))}
     return sorted(out, key=lambda ep: order.get(ep[0].path, -1))
 
