@@ -227,6 +227,8 @@ def _plain_entry(items: tuple[tuple[str, Any], ...]) -> Entry:
 
 def _materialise(entry: Entry) -> None:
     d = entry.__dict__
+    if all(name in d for name in _LAZY):  # another thread was first
+        return
     blob, src = d.get("_blob"), d.get("_src")
     values: Any = None
     if blob is not None:
