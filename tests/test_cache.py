@@ -118,9 +118,11 @@ def test_cached_entries_read_their_texts_only_when_asked_and_equal_the_parsed_on
 def test_a_damaged_text_in_the_cache_is_read_from_the_file_and_the_cache_dropped(cache):
     demo(cache)
     [cached] = cache.root.glob("kb-*.pickle")
+    from gpu_troubleshooter.knowledge import _pickled
     obj = pickle.loads(cached.read_bytes())
-    records = [(state, b"garbage" if state["id"] == "demo-oom" else blob) for state, blob in obj[3]]
-    cached.write_bytes(pickle.dumps(obj[:3] + (records,) + obj[4:]))
+    [held] = [e for e in obj[3] if e.id == "demo-oom"]
+    held.__dict__["_blob"] = b"garbage"
+    cached.write_bytes(_pickled(obj))
     entry = demo(cache).get("demo-oom")
     assert entry.title.get().startswith("Demo GPU") and entry.fixes
     assert not cached.exists()  # rebuilt on the next run

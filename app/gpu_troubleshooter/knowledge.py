@@ -167,7 +167,7 @@ def load_site(folders: Iterable[Union[str, Path]]) -> tuple[dict[str, Any], list
 
 # -- the cache: content key, compact format, lazily loaded texts ------------
 
-FORMAT = 2                  # of the cached file below; part of the key
+FORMAT = 3                  # of the cached file below; part of the key
 _MAGIC = "gpu-troubleshooter-kb"
 # What a diagnosis reads of every entry is loaded with the cache; the texts a
 # user reads (the bulk of it) only for the entries a finding is shown for.
@@ -258,34 +258,57 @@ def _texts_from_file(entry: Entry) -> tuple[Any, ...]:
 
 def _read(path: str) -> Union[bytes, str]:
     try:
-        with open(path, "rb") as f:
-            return f.read()
+        fd = os.open(path, os.O_RDONLY)
     except FileNotFoundError:
         return "missing"
     except OSError:
         return "unreadable"
+    try:  # os-level: for hundreds of small files the io layer costs more than the reading
+        parts = [os.read(fd, 1 << 16)]
+        while parts[-1]:
+            parts.append(os.read(fd, 1 << 16))
+        return b"".join(parts)
+    except OSError:
+        return "unreadable"
+    finally:
+        os.close(fd)
 
 
-def _fingerprint(folders: Sequence[Path], bundled: Optional[Path], full: bool) -> tuple[str, dict[str, str]]:
-    """(the cache key, a digest of each file by path): the contents of every
-    entry file and site file under the folders, and of the loader's own code.
-    Translations and example logs are not read: the cached result holds none."""
+def _key_files(folders: Sequence[Path], bundled: Optional[Path]) -> list[tuple[str, str]]:
+    """(label, path) of every file the parsed knowledge base depends on, in a fixed order."""
+    out = []
+    for folder in folders:
+        root = str(folder)
+        out.append((f"folder {root} {folder == bundled} {os.path.isdir(root)}", ""))
+        out += [("", path) for path in (*_entry_paths(root), os.path.join(root, SITE_FILE))]
+    return out
+
+
+def _fingerprint(folders: Sequence[Path], bundled: Optional[Path], full: bool) -> str:
+    """The cache key: the contents of every entry file and site file under the
+    folders, and of the loader's own code. Translations and example logs are
+    not read: the cached result holds none of them."""
     h = hashlib.blake2b(digest_size=16)
     here = os.path.dirname(os.path.abspath(__file__))
     h.update(f"{_MAGIC} {FORMAT} {full}".encode())
     for name in _CODE:
         data = _read(os.path.join(here, name))
         h.update(data if isinstance(data, bytes) else data.encode())
-    digests: dict[str, str] = {}
-    for folder in folders:
-        root = str(folder)
-        h.update(f"\0folder {root} {folder == bundled} {os.path.isdir(root)}\0".encode())
-        for path in (*_entry_paths(root), os.path.join(root, SITE_FILE)):
+    for label, path in _key_files(folders, bundled):
+        data = _read(path) if path else b""
+        h.update(f"\0{label}{path}\0{len(data)}\0".encode())
+        h.update(data if isinstance(data, bytes) else data.encode())
+    return h.hexdigest()
+
+
+def _digests(folders: Sequence[Path], bundled: Optional[Path]) -> dict[str, str]:
+    """A digest of each file by path (after a change: which files are still the same)."""
+    out = {}
+    for _, path in _key_files(folders, bundled):
+        if path:
             data = _read(path)
-            digest = hashlib.blake2b(data, digest_size=16).hexdigest() if isinstance(data, bytes) else data
-            digests[path] = digest
-            h.update(f"\0{path}\0{digest}".encode())
-    return h.hexdigest(), digests
+            out[path] = hashlib.blake2b(data, digest_size=16).hexdigest() if isinstance(data, bytes) else data
+    return out
 
 
 def _rows(problems: Iterable[Problem]) -> list[_Row]:
@@ -299,44 +322,55 @@ def _problems(rows: list[_Row]) -> list[Problem]:
     return [Problem(*row) for row in rows]
 
 
-def _pack(key: str, by_id: dict[str, Entry], problems: list[Problem], site: dict[str, Any], files: list[_File]) -> tuple[Any, ...]:
-    records = [({name: getattr(e, name) for name in _EAGER},
-                pickle.dumps(tuple(getattr(e, name) for name in _LAZY), protocol=pickle.HIGHEST_PROTOCOL))
-               for e in by_id.values()]
-    return (_MAGIC, FORMAT, key, records, _rows(problems), site, files)
+def _dumps(key: str, by_id: dict[str, Entry], problems: list[Problem], site: dict[str, Any], files: list[_File]) -> bytes:
+    """The cached file: each entry a LazyEntry holding what a diagnosis reads and its texts as one pickle."""
+    held = []
+    for e in by_id.values():
+        lazy = object.__new__(LazyEntry)
+        lazy.__dict__.update({name: getattr(e, name) for name in _EAGER})
+        lazy.__dict__["_blob"] = pickle.dumps(tuple(getattr(e, name) for name in _LAZY), protocol=pickle.HIGHEST_PROTOCOL)
+        held.append(lazy)
+    return _pickled((_MAGIC, FORMAT, key, held, _rows(problems), site, files))
+
+
+def _pickled(obj: Any) -> bytes:
+    """Pickled with each LazyEntry as it is, not as a plain Entry (LazyEntry.__reduce__): unpickling then builds them in C."""
+    import copyreg
+    import io
+    out = io.BytesIO()
+    pickler = pickle.Pickler(out, protocol=pickle.HIGHEST_PROTOCOL)
+    newobj: Any = vars(copyreg)["__newobj__"]  # untyped in typeshed
+    pickler.dispatch_table = {LazyEntry: lambda e: (newobj, (LazyEntry,), e.__dict__)}
+    pickler.dump(obj)
+    return out.getvalue()
+
+
+_STATE = frozenset((*_EAGER, "_blob"))
 
 
 def _unpack(obj: Any, key: Optional[str], src: Optional[tuple[Cache, str]]) -> Optional[tuple[dict[str, Entry], list[_Row], dict[str, Any], list[_File]]]:
-    """The entries of a cached file (LazyEntry), or None unless it is exactly the
-    shape _pack writes (for `key`, unless None): a damaged file is rebuilt, never trusted."""
+    """The entries of a cached file, or None unless it is exactly the shape
+    _dumps writes (for `key`, unless None): a damaged file is rebuilt, never trusted."""
     if not (type(obj) is tuple and len(obj) == 7 and obj[0] == _MAGIC and obj[1] == FORMAT and (key is None or obj[2] == key)):
         return None
-    records, rows, site, files = obj[3:]
-    if not (type(records) is list and type(rows) is list and type(site) is dict and type(files) is list):
+    held, rows, site, files = obj[3:]
+    if not (type(held) is list and type(rows) is list and type(site) is dict and type(files) is list):
         return None
     if not all(type(r) is tuple and len(r) == 4 and type(r[0]) is str and type(r[1]) is int and type(r[2]) is str
                for r in rows):
         return None
-    by_id: dict[str, Entry] = {}
-    new = object.__new__
-    for record in records:
-        if not (type(record) is tuple and len(record) == 2 and type(record[1]) is bytes):
-            return None
-        state = record[0]
-        if not (type(state) is dict and len(state) == len(_EAGER) and all(name in state for name in _EAGER)
-                and type(state["id"]) is str and type(state["path"]) is str
-                and all(type(state[name]) is tuple for name in _TUPLES)
-                and all(type(s) is Signature for s in state["signatures"] + state["exclude"])):
-            return None
-        entry = new(LazyEntry)
-        d = entry.__dict__
-        d.update(state)
-        d["_blob"] = record[1]
+    if any(type(e) is not LazyEntry for e in held):
+        return None
+    states = [e.__dict__ for e in held]
+    if not (all(d.keys() == _STATE for d in states)
+            and {type(d[name]) for d in states for name in ("id", "path")} <= {str}
+            and {type(d["_blob"]) for d in states} <= {bytes}
+            and {type(d[name]) for d in states for name in _TUPLES} <= {tuple}
+            and {type(s) for d in states for s in d["signatures"] + d["exclude"]} <= {Signature}):
+        return None
+    for d in states:
         d["_src"] = src
-        by_id[state["id"]] = entry
-    return by_id, rows, site, files
-
-
+    return {e.id: e for e in held}, rows, site, files
 def collect(extra_dirs: Iterable[Union[str, Path]] = (), bundled: bool = True,
             cache: Optional[Cache] = None, full: bool = False) -> tuple[dict[str, Entry], list[Problem]]:
     """(entries by id, problems) over all folders; later folders override.
@@ -355,12 +389,13 @@ def _collect_cached(folders: list[Path], cache: Optional[Cache], full: bool = Fa
     if cache.root is None:
         by_id, problems, site, _ = _collect(folders, bundled, full)
         return by_id, problems, site
-    key, digests = _fingerprint(folders, bundled, full)
+    key = _fingerprint(folders, bundled, full)
     held = _unpack(cache.load_object("kb", key, lambda obj: True), key, (cache, key))
     if held is not None:
         return held[0], _problems(held[1]), held[2]
+    digests = _digests(folders, bundled)
     by_id, problems, site, files = _collect(folders, bundled, full, digests, _memo(cache, digests))
-    cache.store_object("kb", key, _pack(key, by_id, problems, site, files))
+    cache.store_bytes("kb", key, _dumps(key, by_id, problems, site, files), "pickle")
     return by_id, problems, site
 
 
