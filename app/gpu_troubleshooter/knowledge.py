@@ -12,7 +12,6 @@ cached (cache.py) keyed on the contents of every file and of this code.
 """
 from __future__ import annotations
 
-import hashlib
 import os
 import pickle
 from collections.abc import Iterable, Sequence
@@ -23,6 +22,11 @@ from typing import TYPE_CHECKING, Any, Optional, Union
 from .cache import Cache, default_cache
 from .errors import KnowledgeBaseError
 from .model import Entry, Signature, Text
+
+try:  # the built-in BLAKE2: hashlib would load OpenSSL, several ms of every start-up
+    from _blake2 import blake2b
+except ImportError:  # pragma: no cover - a Python built without it
+    from hashlib import blake2b
 
 if TYPE_CHECKING:  # schema.py (the validator) is imported only when a file must be parsed or a problem shown
     from .schema import NodeLines, Problem
@@ -288,7 +292,7 @@ def _fingerprint(folders: Sequence[Path], bundled: Optional[Path], full: bool) -
     """The cache key: the contents of every entry file and site file under the
     folders, and of the loader's own code. Translations and example logs are
     not read: the cached result holds none of them."""
-    h = hashlib.blake2b(digest_size=16)
+    h = blake2b(digest_size=16)
     here = os.path.dirname(os.path.abspath(__file__))
     h.update(f"{_MAGIC} {FORMAT} {full}".encode())
     for name in _CODE:
@@ -307,7 +311,7 @@ def _digests(folders: Sequence[Path], bundled: Optional[Path]) -> dict[str, str]
     for _, path in _key_files(folders, bundled):
         if path:
             data = _read(path)
-            out[path] = hashlib.blake2b(data, digest_size=16).hexdigest() if isinstance(data, bytes) else data
+            out[path] = blake2b(data, digest_size=16).hexdigest() if isinstance(data, bytes) else data
     return out
 
 
