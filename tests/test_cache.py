@@ -171,3 +171,14 @@ def test_a_site_draft_the_scanner_rejects_is_reported_and_skipped(cache, tmp_pat
         [problem] = kb.problems
         assert problem.file.endswith("half-done.yaml") and problem.line == 7 and "rejected by the scanner" in problem.message
         assert not kb.drafts and kb.get("good") is not None
+
+
+def test_entries_cached_by_other_code_are_not_reused_for_unchanged_files(cache, monkeypatch):
+    from gpu_troubleshooter import knowledge
+    demo(cache)
+    monkeypatch.setattr(knowledge, "_VERSION", ["an-older-troubleshooter"])  # as after an upgrade
+    parsed = []
+    real = knowledge.parse_entry
+    monkeypatch.setattr(knowledge, "parse_entry", lambda path, trusted=False: parsed.append(path.name) or real(path, trusted))
+    assert demo(cache).get("demo-oom") is not None
+    assert sorted(parsed) == ["demo-nccl.yaml", "demo-oom.yaml", "demo-weak.yaml"]

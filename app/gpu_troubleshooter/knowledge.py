@@ -288,16 +288,29 @@ def _key_files(folders: Sequence[Path], bundled: Optional[Path]) -> list[tuple[s
     return out
 
 
+def _version() -> str:
+    """The cache format and a digest of the loader's code: a file written by
+    other code is never used, not even for the entries of unchanged files."""
+    if _VERSION:
+        return _VERSION[0]
+    h = blake2b(digest_size=8)
+    here = os.path.dirname(os.path.abspath(__file__))
+    for name in _CODE:
+        data = _read(os.path.join(here, name))
+        h.update(data if isinstance(data, bytes) else data.encode())
+    _VERSION.append(f"{FORMAT}-{h.hexdigest()}")
+    return _VERSION[0]
+
+
+_VERSION: list[str] = []  # _version(), read once per process
+
+
 def _fingerprint(folders: Sequence[Path], bundled: Optional[Path], full: bool) -> str:
     """The cache key: the contents of every entry file and site file under the
     folders, and of the loader's own code. Translations and example logs are
     not read: the cached result holds none of them."""
     h = blake2b(digest_size=16)
-    here = os.path.dirname(os.path.abspath(__file__))
-    h.update(f"{_MAGIC} {FORMAT} {full}".encode())
-    for name in _CODE:
-        data = _read(os.path.join(here, name))
-        h.update(data if isinstance(data, bytes) else data.encode())
+    h.update(f"{_version()} {full}".encode())
     for label, path in _key_files(folders, bundled):
         data = _read(path) if path else b""
         h.update(f"\0{label}{path}\0{len(data)}\0".encode())
@@ -334,7 +347,7 @@ def _dumps(key: str, by_id: dict[str, Entry], problems: list[Problem], site: dic
         lazy.__dict__.update({name: getattr(e, name) for name in _EAGER})
         lazy.__dict__["_blob"] = pickle.dumps(tuple(getattr(e, name) for name in _LAZY), protocol=pickle.HIGHEST_PROTOCOL)
         held.append(lazy)
-    return _pickled((_MAGIC, FORMAT, key, held, _rows(problems), site, files))
+    return _pickled((_MAGIC, _version(), key, held, _rows(problems), site, files))
 
 
 def _pickled(obj: Any) -> bytes:
@@ -355,7 +368,7 @@ _STATE = frozenset((*_EAGER, "_blob"))
 def _unpack(obj: Any, key: Optional[str], src: Optional[tuple[Cache, str]]) -> Optional[tuple[dict[str, Entry], list[_Row], dict[str, Any], list[_File]]]:
     """The entries of a cached file, or None unless it is exactly the shape
     _dumps writes (for `key`, unless None): a damaged file is rebuilt, never trusted."""
-    if not (type(obj) is tuple and len(obj) == 7 and obj[0] == _MAGIC and obj[1] == FORMAT and (key is None or obj[2] == key)):
+    if not (type(obj) is tuple and len(obj) == 7 and obj[0] == _MAGIC and obj[1] == _version() and (key is None or obj[2] == key)):
         return None
     held, rows, site, files = obj[3:]
     if not (type(held) is list and type(rows) is list and type(site) is dict and type(files) is list):
