@@ -14,7 +14,6 @@ costs start-up time, never a wrong answer or a traceback.
 from __future__ import annotations
 
 import os
-import pickle
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Optional, TypeVar
@@ -24,6 +23,11 @@ __all__ = ["Cache", "default_cache", "KEEP_PER_KIND"]
 KEEP_PER_KIND = 3
 APP = "gpu-troubleshooter"
 T = TypeVar("T")
+
+try:  # the C unpickler alone: pickle.py costs more start-up time than reading the cache (it is imported to write)
+    from _pickle import loads as _loads
+except ImportError:  # pragma: no cover - a Python without the C accelerator
+    from pickle import loads as _loads
 
 
 def _base_dir() -> Optional[Path]:
@@ -123,7 +127,7 @@ class Cache:
         if data is None:
             return None
         try:
-            obj = pickle.loads(data)
+            obj = _loads(data)
         except Exception:  # a damaged or foreign cache file can raise anything; it is rebuilt
             return None
         try:
@@ -134,6 +138,7 @@ class Cache:
     def store_object(self, kind: str, key: str, obj: Any) -> bool:
         if self.root is None:
             return False
+        import pickle
         try:
             data = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
         except (pickle.PicklingError, TypeError, AttributeError):

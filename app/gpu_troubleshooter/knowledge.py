@@ -13,7 +13,6 @@ cached (cache.py) keyed on the contents of every file and of this code.
 from __future__ import annotations
 
 import os
-import pickle
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
@@ -23,6 +22,10 @@ from .cache import Cache, default_cache
 from .errors import KnowledgeBaseError
 from .model import Entry, Signature, Text
 
+try:  # the C unpickler alone (pickle.py is imported only to write the cache)
+    from _pickle import loads as _loads
+except ImportError:  # pragma: no cover - a Python without the C accelerator
+    from pickle import loads as _loads
 try:  # the built-in BLAKE2: hashlib would load OpenSSL, several ms of every start-up
     from _blake2 import blake2b
 except ImportError:  # pragma: no cover - a Python built without it
@@ -237,7 +240,7 @@ def _materialise(entry: Entry) -> None:
     values: Any = None
     if blob is not None:
         try:
-            values = pickle.loads(blob)
+            values = _loads(blob)
             if not (type(values) is tuple and len(values) == len(_LAZY) and isinstance(values[0], Text)
                     and isinstance(values[1], Text) and all(type(v) is tuple for v in values[2:6])):
                 values = None
@@ -341,6 +344,7 @@ def _problems(rows: list[_Row]) -> list[Problem]:
 
 def _dumps(key: str, by_id: dict[str, Entry], problems: list[Problem], site: dict[str, Any], files: list[_File]) -> bytes:
     """The cached file: each entry a LazyEntry holding what a diagnosis reads and its texts as one pickle."""
+    import pickle
     held = []
     for e in by_id.values():
         lazy = object.__new__(LazyEntry)
@@ -354,6 +358,7 @@ def _pickled(obj: Any) -> bytes:
     """Pickled with each LazyEntry as it is, not as a plain Entry (LazyEntry.__reduce__): unpickling then builds them in C."""
     import copyreg
     import io
+    import pickle
     out = io.BytesIO()
     pickler = pickle.Pickler(out, protocol=pickle.HIGHEST_PROTOCOL)
     newobj: Any = vars(copyreg)["__newobj__"]  # untyped in typeshed
