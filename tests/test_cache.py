@@ -91,3 +91,94 @@ def test_an_unwritable_cache_costs_time_not_answers(tmp_path):
     kb = load_knowledge_base([DEMO], bundled=False, cache=Cache(blocker / "cache"))
     assert [f.id for f in diagnose_text(OOM, kb).findings] == ["demo-oom"]
     assert load_knowledge_base([DEMO], bundled=False, cache=Cache(None)).get("demo-oom") is not None
+
+
+def _entry(entry_id, marker, signature=None):
+    signature = signature or f'literal: "{marker}"'
+    return (f"id: {entry_id}\ntitle: Site quirk {entry_id}\nsummary: a site entry\ntags: [site]\nseverity: error\n"
+            f"signatures:\n  - {signature}\n    weight: 1.0\ncauses: [the site]\nfixes:\n  - {{title: Do it, text: Do it now.}}\n")
+
+
+def test_cached_entries_read_their_texts_only_when_asked_and_equal_the_parsed_ones(cache):
+    from gpu_troubleshooter.knowledge import LazyEntry
+    parsed = demo(cache)  # builds the cache
+    held = demo(cache)
+    entry = held.get("demo-oom")
+    assert type(entry) is LazyEntry and "_blob" in entry.__dict__  # the texts are not unpickled yet
+    diagnosis = diagnose_text(OOM, held)
+    assert [f.id for f in diagnosis.findings] == ["demo-oom"] and "_blob" in entry.__dict__  # the scan needs no texts
+    assert diagnosis.to_dict()["findings"][0]["title"].startswith("Demo GPU")
+    assert "_blob" not in entry.__dict__  # showing the finding read them
+    assert "_blob" in held.get("demo-nccl").__dict__  # an entry with no finding never pays for its texts
+    assert held.entries == parsed.entries and held.problems == parsed.problems and held.site == parsed.site
+    copy = pickle.loads(pickle.dumps(held.get("demo-nccl")))
+    assert type(copy).__name__ == "Entry" and copy == parsed.get("demo-nccl") and repr(copy) == repr(held.get("demo-nccl"))
+
+
+def test_a_damaged_text_in_the_cache_is_read_from_the_file_and_the_cache_dropped(cache):
+    demo(cache)
+    [cached] = cache.root.glob("kb-*.pickle")
+    from gpu_troubleshooter.knowledge import _pickled
+    obj = pickle.loads(cached.read_bytes())
+    [held] = [e for e in obj[3] if e.id == "demo-oom"]
+    held.__dict__["_blob"] = b"garbage"
+    cached.write_bytes(_pickled(obj))
+    entry = demo(cache).get("demo-oom")
+    assert entry.title.get().startswith("Demo GPU") and entry.fixes
+    assert not cached.exists()  # rebuilt on the next run
+    assert demo(cache).get("demo-oom").title == entry.title
+
+
+def test_after_a_change_only_the_changed_file_is_parsed_again(cache, tmp_path, monkeypatch):
+    from gpu_troubleshooter import knowledge
+    site = tmp_path / "site"
+    site.mkdir()
+    for n in range(4):
+        (site / f"quirk-{n}.yaml").write_text(_entry(f"quirk-{n}", f"SITE_QUIRK_{n}_MARKER"))
+    load_knowledge_base([site], bundled=False, cache=cache)
+    parsed = []
+    real = knowledge.parse_entry
+    monkeypatch.setattr(knowledge, "parse_entry", lambda path, trusted=False: parsed.append(path.name) or real(path, trusted))
+    (site / "quirk-2.yaml").write_text(_entry("quirk-2", "SITE_QUIRK_TWO_MARKER"))
+    kb = load_knowledge_base([site], bundled=False, cache=cache)
+    assert parsed == ["quirk-2.yaml"]
+    assert [f.id for f in diagnose_text("x SITE_QUIRK_TWO_MARKER\nSITE_QUIRK_3_MARKER\n", kb).findings] == ["quirk-2", "quirk-3"]
+    assert len(list(cache.root.glob("kb-*.pickle"))) == 2
+
+
+def test_a_site_entry_the_scanner_rejects_gives_the_bundled_entry_of_its_id_back(tmp_path, monkeypatch):
+    pytest.importorskip("hyperscan")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "cuda-oom.yaml").write_text(_entry("cuda-oom", "", signature="regex: 'SITE_HS$MARKER'"))
+    for _ in range(2):  # parsed, then from the cache
+        kb = load_knowledge_base([site])
+        [problem] = [p for p in kb.problems if p.file.endswith("cuda-oom.yaml")]
+        assert problem.line == 7 and "rejected by the scanner" in problem.message
+        assert kb.get("cuda-oom").path != str(site / "cuda-oom.yaml")
+        assert [f.id for f in diagnose_text(OOM, kb).findings][0] == "cuda-oom"
+
+
+def test_a_site_draft_the_scanner_rejects_is_reported_and_skipped(cache, tmp_path):
+    pytest.importorskip("hyperscan")
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "half-done.yaml").write_text(_entry("half-done", "", signature="regex: 'SITE_HS$DRAFT'") + "draft: true\n")
+    (site / "good.yaml").write_text(_entry("good", "SITE_GOOD_MARKER"))
+    for _ in range(2):
+        kb = load_knowledge_base([site], bundled=False, cache=cache)
+        [problem] = kb.problems
+        assert problem.file.endswith("half-done.yaml") and problem.line == 7 and "rejected by the scanner" in problem.message
+        assert not kb.drafts and kb.get("good") is not None
+
+
+def test_entries_cached_by_other_code_are_not_reused_for_unchanged_files(cache, monkeypatch):
+    from gpu_troubleshooter import knowledge
+    demo(cache)
+    monkeypatch.setattr(knowledge, "_VERSION", ["an-older-troubleshooter"])  # as after an upgrade
+    parsed = []
+    real = knowledge.parse_entry
+    monkeypatch.setattr(knowledge, "parse_entry", lambda path, trusted=False: parsed.append(path.name) or real(path, trusted))
+    assert demo(cache).get("demo-oom") is not None
+    assert sorted(parsed) == ["demo-nccl.yaml", "demo-oom.yaml", "demo-weak.yaml"]

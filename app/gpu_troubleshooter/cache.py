@@ -14,7 +14,6 @@ costs start-up time, never a wrong answer or a traceback.
 from __future__ import annotations
 
 import os
-import pickle
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Optional, TypeVar
@@ -24,6 +23,11 @@ __all__ = ["Cache", "default_cache", "KEEP_PER_KIND"]
 KEEP_PER_KIND = 3
 APP = "gpu-troubleshooter"
 T = TypeVar("T")
+
+try:  # the C unpickler alone: pickle.py costs more start-up time than reading the cache (it is imported to write)
+    from _pickle import loads as _loads
+except ImportError:  # pragma: no cover - a Python without the C accelerator
+    from pickle import loads as _loads
 
 
 def _base_dir() -> Optional[Path]:
@@ -47,7 +51,8 @@ class Cache:
     def _file(self, kind: str, key: str, ext: str) -> Optional[Path]:
         return None if self.root is None else self.root / f"{kind}-{key}.{ext}"
 
-    def load_bytes(self, kind: str, key: str, ext: str = "bin") -> Optional[bytes]:
+    def load_bytes(self, kind: str, key: str, ext: str = "bin", touch: bool = True) -> Optional[bytes]:
+        """The file's contents, or None; `touch` marks it as used (pruning keeps the most recently used)."""
         path = self._file(kind, key, ext)
         if path is None:
             return None
@@ -55,10 +60,11 @@ class Cache:
             data = path.read_bytes()
         except OSError:
             return None
-        try:  # most recently used is kept longest
-            os.utime(path)
-        except OSError:
-            pass
+        if touch:
+            try:  # most recently used is kept longest
+                os.utime(path)
+            except OSError:
+                pass
         return data
 
     def store_bytes(self, kind: str, key: str, data: bytes, ext: str = "bin") -> bool:
@@ -96,13 +102,32 @@ class Cache:
             except OSError:
                 pass
 
-    def load_object(self, kind: str, key: str, valid: Callable[[Any], bool]) -> Optional[Any]:
+    def discard(self, kind: str, key: str, ext: str = "bin") -> None:
+        """Remove one file (found damaged after it was loaded); a failure is ignored."""
+        path = self._file(kind, key, ext)
+        if path is not None:
+            try:
+                path.unlink()
+            except OSError:
+                pass
+
+    def keys(self, kind: str, ext: str = "bin") -> list[str]:
+        """The keys held for a kind, most recently used first."""
+        if self.root is None:
+            return []
+        try:
+            files = sorted(self.root.glob(f"{kind}-*.{ext}"), key=lambda p: p.stat().st_mtime, reverse=True)
+        except OSError:
+            return []
+        return [p.name[len(kind) + 1:-len(ext) - 1] for p in files]
+
+    def load_object(self, kind: str, key: str, valid: Callable[[Any], bool], touch: bool = True) -> Optional[Any]:
         """An object stored by store_object, if it unpickles and `valid(obj)` holds."""
-        data = self.load_bytes(kind, key, "pickle")
+        data = self.load_bytes(kind, key, "pickle", touch)
         if data is None:
             return None
         try:
-            obj = pickle.loads(data)
+            obj = _loads(data)
         except Exception:  # a damaged or foreign cache file can raise anything; it is rebuilt
             return None
         try:
@@ -113,6 +138,7 @@ class Cache:
     def store_object(self, kind: str, key: str, obj: Any) -> bool:
         if self.root is None:
             return False
+        import pickle
         try:
             data = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
         except (pickle.PicklingError, TypeError, AttributeError):

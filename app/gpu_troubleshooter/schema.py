@@ -128,9 +128,12 @@ def scanner_problem(patterns: Sequence[tuple[str, bool]]) -> Optional[str]:
 
 def regex_problem(pattern, for_scanner, re2=True):
     """Why `pattern` is unusable, or None. Scanner patterns must also suit Hyperscan."""
-    try:  # parsed once, then compiled from the parse (loading many entries is mostly this)
+    try:  # parsed once (loading many entries is mostly this), compiled from the parse only where it can tell more
         parsed = sre_parse.parse(pattern)
-        compiled = sre_compile.compile(parsed)
+        # Compiling finds only a variable-width look-behind wrong that parsing let
+        # through, and it answers whether the empty string matches, which a
+        # pattern at least one character wide never does.
+        compiled = sre_compile.compile(parsed) if "(?<" in pattern or parsed.getwidth()[0] == 0 else None
     except (re.error, sre_constants.error, RecursionError, OverflowError) as e:
         return f"regex does not compile: {e}"
     if _has_nested_unbounded_repeat(parsed):
@@ -138,7 +141,7 @@ def regex_problem(pattern, for_scanner, re2=True):
     if for_scanner:
         if re.search(r"\(\?[=!<]|\\[1-9]|\(\?P", pattern):
             return "signature regex uses look-around, a backreference or a named group; the linear-time scanner cannot run it (put named groups in `values`)"
-        if compiled.match(""):
+        if compiled is not None and compiled.match(""):
             return "signature regex matches the empty string, so it would match every line"
     return _re2_problem(pattern) if re2 else None
 
