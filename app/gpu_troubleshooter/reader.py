@@ -246,57 +246,30 @@ class LogReader:
         if new > len(head) and not head.strip(b"\x00"):  # NULs first: judge by what follows them
             head = bytes(view[:new])
         check_text(head, self.name)
-        # A log larger than one chunk is read ahead: a second thread fills the
-        # other of two buffers (the read, or the decompression, runs without
-        # the GIL) while the caller scans this one. Two buffers, so memory
-        # stays flat; the caller still gets one chunk at a time, in order.
-        spare = bytearray(len(buf)) if new >= size else None
-        pool = pending = None
         carry = 0
-        try:
-            while True:
-                if not new:
-                    if carry:
-                        yield buf, carry
-                    return
-                self.bytes_read += new
-                if self.max_bytes is not None and self.bytes_read > self.max_bytes:
-                    raise LogTooLarge(f"{self.name}: the log is larger than {self.max_bytes // (1 << 20)} MiB once decompressed")
-                total = carry + new
-                cut = buf.rfind(b"\n", 0, total)
-                if cut < 0:
-                    cut = buf.rfind(b"\r", 0, total)
-                if cut < 0:
-                    if total < size:
-                        carry = total
-                        new = self._fill(view[carry:carry + size])
-                        continue
-                    cut = total - 1  # one line longer than a chunk: split it
-                carry = total - cut - 1
-                if spare is None:
-                    yield buf, cut + 1
-                    if carry:
-                        buf[:carry] = buf[cut + 1:total]
+        while True:
+            if not new:
+                if carry:
+                    yield buf, carry
+                return
+            self.bytes_read += new
+            if self.max_bytes is not None and self.bytes_read > self.max_bytes:
+                raise LogTooLarge(f"{self.name}: the log is larger than {self.max_bytes // (1 << 20)} MiB once decompressed")
+            total = carry + new
+            cut = buf.rfind(b"\n", 0, total)
+            if cut < 0:
+                cut = buf.rfind(b"\r", 0, total)
+            if cut < 0:
+                if total < size:
+                    carry = total
                     new = self._fill(view[carry:carry + size])
                     continue
-                if carry:
-                    spare[:carry] = buf[cut + 1:total]
-                if pool is None:
-                    from concurrent.futures import ThreadPoolExecutor
-                    pool = ThreadPoolExecutor(1, thread_name_prefix="troubleshoot-read")
-                spare_view = memoryview(spare)
-                pending = pool.submit(self._fill, spare_view[carry:carry + size])
-                yield buf, cut + 1
-                new, pending = pending.result(), None
-                buf, spare, view = spare, buf, spare_view
-        finally:
-            if pending is not None:  # the caller stopped early: let the read finish before the buffers go
-                try:
-                    pending.result()
-                except Exception:
-                    pass
-            if pool is not None:
-                pool.shutdown(wait=True)
+                cut = total - 1  # one line longer than a chunk: split it
+            yield buf, cut + 1
+            carry = total - cut - 1
+            if carry:
+                buf[:carry] = buf[cut + 1:total]
+            new = self._fill(view[carry:carry + size])
 
     def chunks(self):
         """The chunks of buffers() as bytes of their own."""
