@@ -41,6 +41,10 @@ MAX_CONTEXT = 4000        # bytes kept of the line before and after
 RESCAN_WINDOW = 4 * 1024   # a rescan for a pattern that wants more lines looks this far first (doubling)
 TAIL_WINDOW = 256 * 1024   # all-matches patterns that keep only their last lines: the tail scanned first
 RESCAN_BUDGET = 3          # x the chunk: bytes rescanned, then one all-matches scan of the rest
+PROBE = 8 * 1024           # bytes looked at (twice per chunk) to tell whether a chunk repeats its lines
+RUN_HEAD = 6               # of a run of identical lines, the first this many (and the last) are scanned:
+RUN_MIN = RUN_HEAD + 2     # enough for the engine's strongest-then-earliest evidence to pick the same lines
+RUN_GIVE_UP = 256          # lines in a row without a run: the rest of the chunk is scanned as it is
 
 
 @dataclass(frozen=True)
@@ -204,7 +208,12 @@ class Scanner:
         elif self.backend == "hyperscan" and self.all_matches:
             self._all_matches(memoryview(chunk)[:end], 0, end, need, _ChunkState(chunk, end, first_line_no, self.groups, on_hit))
         elif self.backend == "hyperscan":
-            self._scan_hyperscan(chunk, end, need, _ChunkState(chunk, end, first_line_no, self.groups, on_hit))
+            skips = None
+            if _repetitive(chunk, end):
+                collapsed, skips = _collapse_runs(chunk, end)
+                if skips:
+                    chunk, end = collapsed, len(collapsed)
+            self._scan_hyperscan(chunk, end, need, _ChunkState(chunk, end, first_line_no, self.groups, on_hit, skips))
         else:
             chunk = bytes(memoryview(chunk)[:end])
             self._scan_re2(chunk, need, _ChunkState(chunk, end, first_line_no, self.groups, on_hit))
@@ -337,18 +346,92 @@ def _last_of_each(found, n):
     return out
 
 
-class _ChunkState:
-    """Per scan call: line numbering, and which (segment, group) pairs were handed over."""
+def _repetitive(chunk, end):
+    """Whether the chunk looks like a flood of one repeated line (a warning
+    printed every step): two small probes, at its start and its middle, where
+    most lines equal the line before. Costs ~2 x PROBE bytes per chunk."""
+    if end < 4 * PROBE:
+        return False
+    for at in (0, end // 2):
+        lines = bytes(chunk[at:at + PROBE]).split(b"\n")[1:-1]  # whole lines only
+        if len(lines) >= 8 and sum(map(bytes.__eq__, lines, lines[1:])) * 4 >= len(lines) * 3:
+            return True
+    return False
 
-    def __init__(self, chunk, end, first_line_no, groups, on_hit):
+
+def _run_length(chunk, pos, width, end):
+    """How many copies of the line chunk[pos:pos+width] follow one another from `pos`."""
+    def holds(k):  # chunk[pos:pos+k*width] is k copies: it has period `width`
+        stop = pos + k * width
+        return stop <= end and chunk[pos + width:stop] == chunk[pos:stop - width]
+    if not holds(RUN_MIN):
+        return 1
+    lo, hi = RUN_MIN, RUN_MIN * 2
+    while holds(hi):
+        lo, hi = hi, hi * 2
+    while hi - lo > 1:  # holds(lo), not holds(hi)
+        mid = (lo + hi) // 2
+        lo, hi = (mid, hi) if holds(mid) else (lo, mid)
+    return lo
+
+
+def _collapse_runs(chunk, end):
+    """chunk[:end] with each run of RUN_MIN or more identical lines cut to
+    its first RUN_HEAD copies and its last one, and the skips: sorted (offset in the
+    new text, lines left out before it). Exact for what the engine sees:
+    every (line before, line, line after) of the original is still there,
+    and so is every match spanning at most RUN_HEAD + 1 lines; line numbers are
+    mapped back. Runs are found by comparing the text with itself shifted
+    by one line (memcmp), so a run costs O(log n) Python steps."""
+    pieces, skips = [], []
+    pos = kept_from = 0
+    removed_bytes = removed_lines = 0
+    plain = 0
+    while pos < end:
+        nl = chunk.find(b"\n", pos, end)
+        if nl < 0:
+            break
+        width = nl + 1 - pos
+        k = _run_length(chunk, pos, width, end) if width <= end // RUN_MIN else 1
+        if k < RUN_MIN:
+            pos = nl + 1
+            plain += 1
+            if plain >= RUN_GIVE_UP:  # no flood here after all: leave the rest as it is
+                break
+            continue
+        plain = 0
+        cut = pos + RUN_HEAD * width
+        pieces.append(chunk[kept_from:cut])
+        last = pos + (k - 1) * width
+        removed_bytes += last - cut
+        removed_lines += k - RUN_HEAD - 1
+        skips.append((cut - removed_bytes + (last - cut), removed_lines))
+        kept_from = pos = last
+    if not skips:
+        return chunk, None
+    pieces.append(chunk[kept_from:end])
+    return b"".join(pieces), skips
+
+
+class _ChunkState:
+    """Per scan call: line numbering, and which (segment, group) pairs were handed over.
+    `skips`: the chunk is a collapsed one (see _collapse_runs)."""
+
+    def __init__(self, chunk, end, first_line_no, groups, on_hit, skips=None):
         self.chunk, self.end, self.groups, self.on_hit = chunk, end, groups, on_hit
         self.lines = _Lines(chunk, first_line_no)
         self.seen = set()
+        self.skips = skips
+        self.skip_at = [at for at, _ in skips] if skips else None
 
     def hit(self, off, pid):
         """Hand the segment holding `off` to on_hit unless done; returns the segment's end."""
         chunk = self.chunk
         line_no, line_start = self.lines.at(off)
+        if self.skips:
+            i = bisect.bisect_right(self.skip_at, off) - 1
+            if i >= 0:
+                line_no += self.skips[i][1]
         seg_start, seg_end = _segment(chunk, self.end, line_start, off)
         key = (seg_start, self.groups[pid])
         if key not in self.seen:

@@ -1,0 +1,82 @@
+"""A flood of one repeated line is scanned as a few copies of it
+(scanner._collapse_runs): what the engine reports must be exactly what the
+full scan reports, line numbers included. Small inputs only."""
+import random
+
+import pytest
+
+from gpu_troubleshooter import engine, scanner
+from gpu_troubleshooter.engine import diagnose_chunks
+from gpu_troubleshooter.knowledge import load_knowledge_base
+
+LINES = [
+    b"0: RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB\n",
+    b"NCCL WARN Call to ibv_reg_mr failed\n",
+    b"step 1 loss 0.3\n",
+    b"srun: error: gpu1: task 0: Exited with exit code 1\n",
+    b"Traceback (most recent call last):\n",
+    b'  File "train.py", line 3, in <module>\n',
+    b"torch.OutOfMemoryError: CUDA out of memory.\n",
+    b"Killed\n",
+    b"slurmstepd: error: Detected 1 oom_kill event in StepId=1.batch\n",
+    b"Epoch 1: 50%|#####| 5/10 [00:01<00:01]\r" * 3 + b"\n",
+    b"\x1b[31mERROR: NCCL error\x1b[0m\n",
+]
+
+
+@pytest.fixture(scope="module")
+def bundled():
+    return load_knowledge_base(strict=False)
+
+
+def _chunks(text, size):
+    out, pos = [], 0
+    while pos < len(text):
+        cut = text.rfind(b"\n", pos, pos + size)
+        cut = len(text) - 1 if cut < 0 or pos + size >= len(text) else cut
+        out.append(text[pos:cut + 1])
+        pos = cut + 1
+    return out
+
+
+def _summary(chunks, kb, monkeypatch, collapse):
+    monkeypatch.setattr(scanner, "_repetitive", lambda chunk, end: collapse)
+    engine._COMPILED.clear()
+    d = diagnose_chunks(chunks, kb)
+    return [(f.id, round(f.confidence, 4), f.evidence, f.values) for f in d.findings], d.lines, d.scheduler, d.key_lines
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_collapsed_floods_report_exactly_what_the_full_scan_does(bundled, monkeypatch, seed):
+    rnd = random.Random(seed)
+    text = b"".join(rnd.choice(LINES) * rnd.choice([1, 2, 5, 7, 8, 9, 50, 3000]) for _ in range(rnd.randint(5, 30)))
+    chunks = _chunks(text, rnd.choice([4096, 65536, 1 << 20]))
+    full = _summary(chunks, bundled, monkeypatch, False)
+    collapsed = _summary(chunks, bundled, monkeypatch, True)
+    assert collapsed == full
+    engine._COMPILED.clear()
+
+
+def test_an_oom_after_a_flood_keeps_its_line_number(bundled):
+    text = b"NCCL WARN Call to ibv_reg_mr failed\n" * 100_000 + b"torch.OutOfMemoryError: CUDA out of memory.\n"
+    d = diagnose_chunks(_chunks(text, 1 << 20), bundled)
+    oom = next(f for f in d.findings if f.id == "cuda-oom")
+    assert [e.line for e in oom.evidence] == [100_001]
+    assert d.lines == 100_001
+
+
+def test_collapse_keeps_the_head_and_last_copy_and_maps_lines():
+    a, b = b"aaaa\n", b"bb\n"
+    text = bytearray(b + a * 20 + b + a * 3 + b)
+    out, skips = scanner._collapse_runs(text, len(text))
+    assert out == b + a * (scanner.RUN_HEAD + 1) + b + a * 3 + b
+    # the last copy of the run (line 21 of the original) sits at the skip point
+    at, removed = skips[0]
+    assert out[at:at + len(a)] == a and removed == 20 - scanner.RUN_HEAD - 1
+    assert out[:at].count(b"\n") + 1 + removed == 21
+
+
+def test_lines_that_do_not_repeat_are_not_collapsed():
+    text = bytearray(b"".join(b"step %d\n" % i for i in range(5000)))
+    assert not scanner._repetitive(text, len(text))
+    assert scanner._collapse_runs(text, len(text)) == (text, None)
