@@ -72,7 +72,7 @@ def create_submission(raw, size, source, facts=None, gzip_hint=False):
     row = Submission(token=token_digest(share_token), source=redact_str(source)[:255], facts=facts,
                      total_bytes=size or 0, state="processing", progress_bytes=0,
                      error="", tail="", failure_class=NO_MATCH, confidence=0.0,
-                     cluster="", partition="")
+                     cluster="", partition="", ticket=None)  # new: no ticket, and no query to find that out
     threshold = app.config["BACKGROUND_BYTES"]
     background = size is not None and (size > threshold or (gzip_hint and size * 8 > threshold))
     slots = _slots(app)
