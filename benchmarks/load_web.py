@@ -3,8 +3,8 @@
     .venv/bin/python benchmarks/load_web.py [--endpoint submissions|diagnose] [--seconds 20]
         [--concurrency 8 32] [--database URL]
 
-gunicorn: 2 workers x 8 threads, gthread, migrations run once before it starts (as the
-Dockerfile). Every client POSTs a 50 KB failing log (a Slurm CUDA OOM at the end). Counts as
+gunicorn: as the Dockerfile runs it (gpu_troubleshooter/web/gunicorn_conf.py; --workers and
+--threads override it), migrations run once before it starts. Every client POSTs a 50 KB failing log (a Slurm CUDA OOM at the end). Counts as
 an error: any status but 200/201/202 (429, 503 and 5xx included) and any connection error.
 Afterwards: submissions still "processing" in the database (stuck), and a sample of the created
 links read back (GET /api/v1/submissions/<token> must be 200 with a diagnosis). Bounded in
@@ -147,8 +147,11 @@ def main():
     ap.add_argument("--endpoint", choices=["submissions", "diagnose"], default="submissions")
     ap.add_argument("--seconds", type=float, default=20)
     ap.add_argument("--concurrency", type=int, nargs="+", default=[8, 32])
-    ap.add_argument("--workers", type=int, default=2)
-    ap.add_argument("--threads", type=int, default=8)
+    ap.add_argument("--workers", type=int, help="override the configuration's (gunicorn_conf.py)")
+    ap.add_argument("--threads", type=int, help="override the configuration's (gunicorn_conf.py)")
+    ap.add_argument("--legacy-settings", action="store_true",
+                    help="gunicorn as the Dockerfile ran it before gunicorn_conf.py: 2 workers x 8 threads, no "
+                         "connection cap (to measure a before/after with PYTHONPATH=<old checkout>/app)")
     ap.add_argument("--database", help="postgresql+psycopg://... (default: SQLite in a temp folder)")
     args = ap.parse_args()
     body, port = make_log(), free_port()
@@ -158,13 +161,22 @@ def main():
            "SECRET_KEY": "bench-" + "x" * 32, "RATELIMIT_ENABLED": "0"}
     bindir = Path(sys.executable).parent
     subprocess.run([str(bindir / "troubleshoot"), "db", "upgrade"], env=env, check=True, capture_output=True)
-    proc = subprocess.Popen([str(bindir / "gunicorn"), "--bind", f"127.0.0.1:{port}", "--workers", str(args.workers),
-                             "--threads", str(args.threads), "--worker-class", "gthread", "--timeout", "60",
+    if args.legacy_settings:
+        settings = ["--workers", "2", "--threads", "8", "--worker-class", "gthread", "--timeout", "60"]
+    else:  # the Dockerfile's: the settings module of the package
+        settings = ["-c", "python:gpu_troubleshooter.web.gunicorn_conf"]
+    for name in ("workers", "threads"):
+        if getattr(args, name):
+            settings += [f"--{name}", str(getattr(args, name))]
+    # The access log is written (as in production) but to /dev/null.
+    proc = subprocess.Popen([str(bindir / "gunicorn"), *settings, "--bind", f"127.0.0.1:{port}",
+                             "--access-logfile", "/dev/null",
+                             "--logger-class", "gpu_troubleshooter.web.accesslog.GunicornLogger",
                              "--log-level", "warning", "gpu_troubleshooter.web.wsgi:app"], env=env, cwd=tmp)
     try:
         if not wait_ready(port, time.time() + 90):
             sys.exit("gunicorn did not start")
-        print(f"log {len(body)} bytes; gunicorn {args.workers} workers x {args.threads} threads (gthread)")
+        print(f"log {len(body)} bytes; gunicorn {' '.join(settings)}")
         for n in args.concurrency:
             run_one(args, port, body, n, db_url)
     finally:
