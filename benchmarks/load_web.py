@@ -142,9 +142,27 @@ def run_one(args, port, body, concurrency, db_url):
               f"links read back: {sampled}, failing {bad}")
 
 
+def bomb(port):
+    """A 1 GiB-of-zeros gzip: how long until its link says it was refused."""
+    import gzip
+    data = gzip.compress(b"0" * (1 << 20), 9) * 1024  # 1024 members of 1 MiB: 1 GiB once decompressed
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=600)
+    t0 = time.perf_counter()
+    conn.request("POST", "/api/v1/submissions", body=data, headers={"Content-Type": "application/gzip"})
+    resp = conn.getresponse()
+    doc = json.loads(resp.read())
+    while doc.get("state") == "processing":
+        time.sleep(0.05)
+        conn.request("GET", f"/api/v1/submissions/{doc['token']}")
+        doc = json.loads(conn.getresponse().read())
+    print(f"bomb: {len(data):,} bytes of gzip (1 GiB of '0'), HTTP {resp.status}, state {doc.get('state')} "
+          f"after {time.perf_counter() - t0:.2f} s: {doc.get('error') or doc.get('message')}")
+
+
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--endpoint", choices=["submissions", "diagnose"], default="submissions")
+    ap.add_argument("--endpoint", choices=["submissions", "diagnose", "bomb"], default="submissions",
+                    help="bomb: one 1 GiB-of-'0' gzip (1 MB) to /submissions, timed until it is refused")
     ap.add_argument("--seconds", type=float, default=20)
     ap.add_argument("--concurrency", type=int, nargs="+", default=[8, 32])
     ap.add_argument("--workers", type=int, help="override the configuration's (gunicorn_conf.py)")
@@ -177,6 +195,9 @@ def main():
         if not wait_ready(port, time.time() + 90):
             sys.exit("gunicorn did not start")
         print(f"log {len(body)} bytes; gunicorn {' '.join(settings)}")
+        if args.endpoint == "bomb":
+            bomb(port)
+            return
         for n in args.concurrency:
             run_one(args, port, body, n, db_url)
     finally:

@@ -39,10 +39,11 @@ class RedactedLog:
     index of where each chunk starts, the last lines and the cluster/partition
     the log names."""
 
-    def __init__(self, raw, upload_dir, max_bytes, source="upload", progress=None):
+    def __init__(self, raw, upload_dir, max_bytes, source="upload", progress=None, limits=None):
         os.makedirs(upload_dir, exist_ok=True)
         self.raw, self.progress = raw, progress
-        self.log = reader.LogReader(reader.open_log(raw), source, max_bytes=max_bytes)
+        # limits: {"max_ratio": ..., "cpu_seconds": ...}, the reader's decompression-bomb limits
+        self.log = reader.LogReader(reader.open_log(raw), source, max_bytes=max_bytes, **(limits or {}))
         # One redactor for the whole log: a private key block cut by a chunk boundary stays redacted.
         self.redactor = StreamRedactor()
         # The redacted copy: in memory for a small log, else an unlinked temp file in upload_dir.
@@ -103,12 +104,13 @@ def _lines(text):
         start = end
 
 
-def diagnose_upload(raw, kb, upload_dir, max_bytes, source="upload", facts=None, progress=None):
+def diagnose_upload(raw, kb, upload_dir, max_bytes, source="upload", facts=None, progress=None, limits=None):
     """Read `raw` (plain or compressed) once: redact, diagnose, collect the
     evidence context. Returns (result dict, context, tail, hints, bytes).
+    `limits`: the reader's decompression-bomb limits (max_ratio, cpu_seconds).
     Raises LogInputError (LogTooLarge included) with a message for the user."""
     from gpu_troubleshooter.engine import diagnose_chunks
-    upload = RedactedLog(raw, upload_dir, max_bytes, source, progress)
+    upload = RedactedLog(raw, upload_dir, max_bytes, source, progress, limits)
     try:
         diagnosis = diagnose_chunks(upload.chunks(), kb, source=source, facts=facts)
         if upload.log.warnings:

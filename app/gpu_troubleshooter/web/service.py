@@ -45,8 +45,9 @@ def diagnose_raw(app, raw, facts=None, source="upload", progress=None):
     """Read `raw` once (redacted, diagnosed); returns (dict, context, tail, hints, bytes)."""
     from gpu_troubleshooter.errors import LogInputError
     try:
+        limits = {"max_ratio": app.config["MAX_EXPANSION"] or None, "cpu_seconds": app.config["SCAN_CPU_SECONDS"] or None}
         return diagnose_upload(raw, knowledge_base(app), app.config["UPLOAD_DIR"], app.config["MAX_LOG_BYTES"],
-                               source=source, facts=facts, progress=progress)
+                               source=source, facts=facts, progress=progress, limits=limits)
     except LogTooLarge as exc:
         raise BadLog(str(exc).split(": ", 1)[-1]) from None
     except LogInputError as exc:
