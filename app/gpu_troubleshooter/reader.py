@@ -56,7 +56,8 @@ class LogTooLarge(LogInputError):
 # `max_ratio`: refuse a compressed log that expands more than this many times once
 # RATIO_FROM bytes are out (small logs may compress very well); `cpu_seconds`: refuse a
 # log whose reading, with whatever the caller does with each chunk in the same thread,
-# has used more CPU time than this. Both raise LogTooLarge, checked once per chunk.
+# has used more CPU time than this (counted from its second chunk on: a small log asks
+# the clock nothing). Both raise LogTooLarge, checked once per chunk.
 RATIO_FROM = 16 * 1024 * 1024
 
 
@@ -66,7 +67,11 @@ def _check_bomb(reader):
         raise LogTooLarge(f"{reader.name}: refused: the log expands more than {reader.max_ratio:g} times when "
                           f"decompressed ({packed:,} bytes became more than {reader.bytes_read:,}), which logs do "
                           "not; send it uncompressed, or only its end (tail -c 50M)")
-    if reader.cpu_seconds is not None and time.thread_time() - reader.cpu_start > reader.cpu_seconds:
+    if reader.cpu_seconds is None or reader.bytes_read <= reader.chunk_size:
+        return
+    if reader.cpu_start is None:
+        reader.cpu_start = time.thread_time()
+    elif time.thread_time() - reader.cpu_start > reader.cpu_seconds:
         raise LogTooLarge(f"{reader.name}: refused: reading the log took more than {reader.cpu_seconds:g} s of "
                           "processor time; send only its end (tail -c 50M)")
 # ---------------------------------------------------------------------------------------------
@@ -221,7 +226,7 @@ class LogReader:
         self.bytes_read = 0
         self.kind = getattr(stream, "kind", None)
         self.max_ratio, self.cpu_seconds = max_ratio, cpu_seconds  # decompression bombs (see _check_bomb)
-        self.cpu_start = time.thread_time() if cpu_seconds is not None else 0.0
+        self.cpu_start = None
         self._packed = stream.outer if isinstance(stream, _Decompressed) else None
 
     def packed_bytes(self):
