@@ -111,10 +111,31 @@ def stuck_count(db_url):
     return counts
 
 
-def run_one(args, port, body, concurrency, db_url):
+def server_cpu(pid):
+    """CPU seconds (user + system) used so far by gunicorn `pid` and its workers (Linux /proc), or None."""
+    tick = os.sysconf("SC_CLK_TCK")
+    total = 0
+    try:
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit():
+                continue
+            try:
+                with open(f"/proc/{entry}/stat") as fh:
+                    fields = fh.read().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(entry) == pid or int(fields[1]) == pid:  # fields[1]: the parent's pid
+                total += int(fields[11]) + int(fields[12])
+    except OSError:
+        return None
+    return total / tick
+
+
+def run_one(args, port, body, concurrency, db_url, server_pid=None):
     path = f"/api/v1/{args.endpoint}"
     client(port, path, body, time.time() + 1, [], [], [])  # warm both workers' caches
     latencies, errors, tokens = [], [], []
+    cpu0 = server_cpu(server_pid) if server_pid else None
     stop_at = time.time() + args.seconds
     threads = [threading.Thread(target=client, args=(port, path, body, stop_at, latencies, errors, tokens))
                for _ in range(concurrency)]
@@ -124,6 +145,7 @@ def run_one(args, port, body, concurrency, db_url):
     for t in threads:
         t.join()
     elapsed = time.time() - t0
+    cpu1 = server_cpu(server_pid) if server_pid else None
     latencies.sort()
     load = os.getloadavg()
     print(f"{args.endpoint}, {concurrency} clients, {elapsed:.1f} s, {db_url.split(':')[0]}, "
@@ -134,6 +156,9 @@ def run_one(args, port, body, concurrency, db_url):
     print(f"  ok {len(latencies)}, errors {len(errors)} {codes or ''}")
     print(f"  throughput {len(latencies) / elapsed:.1f}/s, latency p50 {pct(latencies, 50) * 1000:.0f} ms, "
           f"p99 {pct(latencies, 99) * 1000:.0f} ms, max {pct(latencies, 100) * 1000:.0f} ms")
+    if cpu0 is not None and cpu1 is not None and latencies:
+        # Processor time of gunicorn per answer: unlike the rates, hardly moved by other load on the machine.
+        print(f"  gunicorn CPU {cpu1 - cpu0:.1f} s, {(cpu1 - cpu0) / (len(latencies) + len(errors)) * 1000:.2f} ms per request")
     if args.endpoint == "submissions":
         time.sleep(1)
         states = stuck_count(db_url)
@@ -199,7 +224,7 @@ def main():
             bomb(port)
             return
         for n in args.concurrency:
-            run_one(args, port, body, n, db_url)
+            run_one(args, port, body, n, db_url, proc.pid)
     finally:
         proc.terminate()
         proc.wait(timeout=30)
