@@ -14,7 +14,8 @@ WORKDIR /data
 ENV DATABASE_URL=sqlite:////data/troubleshoot.sqlite3 TROUBLESHOOT_UPLOAD_DIR=/data/uploads
 EXPOSE 8000
 HEALTHCHECK --interval=30s --timeout=5s CMD python -c "import urllib.request,sys; sys.exit(urllib.request.urlopen('http://127.0.0.1:8000/healthz').status != 200)"
-# Migrations once, then gthread workers: a slow upload never blocks a worker's heartbeat.
+# Migrations once, then gthread workers (settings, and why: gpu_troubleshooter/web/gunicorn_conf.py;
+# 0.0.0.0:8000, 2 workers x 4 threads, at most 16 connections per worker; WEB_CONCURRENCY=N for N workers).
 # No SECRET_KEY: refuse to start with a clear message (a random key per worker breaks logins and CSRF).
 # The access log masks share tokens (GunicornLogger).
-CMD ["sh", "-c", ": \"${SECRET_KEY:?set SECRET_KEY to a long random value (and TROUBLESHOOT_BASE_URL to the public address)}\" && troubleshoot db upgrade && exec gunicorn --bind 0.0.0.0:8000 --workers 2 --threads 8 --worker-class gthread --timeout 60 --access-logfile - --logger-class gpu_troubleshooter.web.accesslog.GunicornLogger 'gpu_troubleshooter.web.wsgi:app'"]
+CMD ["sh", "-c", ": \"${SECRET_KEY:?set SECRET_KEY to a long random value (and TROUBLESHOOT_BASE_URL to the public address)}\" && troubleshoot db upgrade && exec gunicorn -c python:gpu_troubleshooter.web.gunicorn_conf 'gpu_troubleshooter.web.wsgi:app'"]

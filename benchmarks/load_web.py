@@ -3,8 +3,8 @@
     .venv/bin/python benchmarks/load_web.py [--endpoint submissions|diagnose] [--seconds 20]
         [--concurrency 8 32] [--database URL]
 
-gunicorn: 2 workers x 8 threads, gthread, migrations run once before it starts (as the
-Dockerfile). Every client POSTs a 50 KB failing log (a Slurm CUDA OOM at the end). Counts as
+gunicorn: as the Dockerfile runs it (gpu_troubleshooter/web/gunicorn_conf.py; --workers and
+--threads override it), migrations run once before it starts. Every client POSTs a 50 KB failing log (a Slurm CUDA OOM at the end). Counts as
 an error: any status but 200/201/202 (429, 503 and 5xx included) and any connection error.
 Afterwards: submissions still "processing" in the database (stuck), and a sample of the created
 links read back (GET /api/v1/submissions/<token> must be 200 with a diagnosis). Bounded in
@@ -111,10 +111,31 @@ def stuck_count(db_url):
     return counts
 
 
-def run_one(args, port, body, concurrency, db_url):
+def server_cpu(pid):
+    """CPU seconds (user + system) used so far by gunicorn `pid` and its workers (Linux /proc), or None."""
+    tick = os.sysconf("SC_CLK_TCK")
+    total = 0
+    try:
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit():
+                continue
+            try:
+                with open(f"/proc/{entry}/stat") as fh:
+                    fields = fh.read().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(entry) == pid or int(fields[1]) == pid:  # fields[1]: the parent's pid
+                total += int(fields[11]) + int(fields[12])
+    except OSError:
+        return None
+    return total / tick
+
+
+def run_one(args, port, body, concurrency, db_url, server_pid=None):
     path = f"/api/v1/{args.endpoint}"
     client(port, path, body, time.time() + 1, [], [], [])  # warm both workers' caches
     latencies, errors, tokens = [], [], []
+    cpu0 = server_cpu(server_pid) if server_pid else None
     stop_at = time.time() + args.seconds
     threads = [threading.Thread(target=client, args=(port, path, body, stop_at, latencies, errors, tokens))
                for _ in range(concurrency)]
@@ -124,6 +145,7 @@ def run_one(args, port, body, concurrency, db_url):
     for t in threads:
         t.join()
     elapsed = time.time() - t0
+    cpu1 = server_cpu(server_pid) if server_pid else None
     latencies.sort()
     load = os.getloadavg()
     print(f"{args.endpoint}, {concurrency} clients, {elapsed:.1f} s, {db_url.split(':')[0]}, "
@@ -134,6 +156,9 @@ def run_one(args, port, body, concurrency, db_url):
     print(f"  ok {len(latencies)}, errors {len(errors)} {codes or ''}")
     print(f"  throughput {len(latencies) / elapsed:.1f}/s, latency p50 {pct(latencies, 50) * 1000:.0f} ms, "
           f"p99 {pct(latencies, 99) * 1000:.0f} ms, max {pct(latencies, 100) * 1000:.0f} ms")
+    if cpu0 is not None and cpu1 is not None and latencies:
+        # Processor time of gunicorn per answer: unlike the rates, hardly moved by other load on the machine.
+        print(f"  gunicorn CPU {cpu1 - cpu0:.1f} s, {(cpu1 - cpu0) / (len(latencies) + len(errors)) * 1000:.2f} ms per request")
     if args.endpoint == "submissions":
         time.sleep(1)
         states = stuck_count(db_url)
@@ -142,13 +167,34 @@ def run_one(args, port, body, concurrency, db_url):
               f"links read back: {sampled}, failing {bad}")
 
 
+def bomb(port):
+    """A 1 GiB-of-zeros gzip: how long until its link says it was refused."""
+    import gzip
+    data = gzip.compress(b"0" * (1 << 20), 9) * 1024  # 1024 members of 1 MiB: 1 GiB once decompressed
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=600)
+    t0 = time.perf_counter()
+    conn.request("POST", "/api/v1/submissions", body=data, headers={"Content-Type": "application/gzip"})
+    resp = conn.getresponse()
+    doc = json.loads(resp.read())
+    while doc.get("state") == "processing":
+        time.sleep(0.05)
+        conn.request("GET", f"/api/v1/submissions/{doc['token']}")
+        doc = json.loads(conn.getresponse().read())
+    print(f"bomb: {len(data):,} bytes of gzip (1 GiB of '0'), HTTP {resp.status}, state {doc.get('state')} "
+          f"after {time.perf_counter() - t0:.2f} s: {doc.get('error') or doc.get('message')}")
+
+
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--endpoint", choices=["submissions", "diagnose"], default="submissions")
+    ap.add_argument("--endpoint", choices=["submissions", "diagnose", "bomb"], default="submissions",
+                    help="bomb: one 1 GiB-of-'0' gzip (1 MB) to /submissions, timed until it is refused")
     ap.add_argument("--seconds", type=float, default=20)
     ap.add_argument("--concurrency", type=int, nargs="+", default=[8, 32])
-    ap.add_argument("--workers", type=int, default=2)
-    ap.add_argument("--threads", type=int, default=8)
+    ap.add_argument("--workers", type=int, help="override the configuration's (gunicorn_conf.py)")
+    ap.add_argument("--threads", type=int, help="override the configuration's (gunicorn_conf.py)")
+    ap.add_argument("--legacy-settings", action="store_true",
+                    help="gunicorn as the Dockerfile ran it before gunicorn_conf.py: 2 workers x 8 threads, no "
+                         "connection cap (to measure a before/after with PYTHONPATH=<old checkout>/app)")
     ap.add_argument("--database", help="postgresql+psycopg://... (default: SQLite in a temp folder)")
     args = ap.parse_args()
     body, port = make_log(), free_port()
@@ -158,15 +204,27 @@ def main():
            "SECRET_KEY": "bench-" + "x" * 32, "RATELIMIT_ENABLED": "0"}
     bindir = Path(sys.executable).parent
     subprocess.run([str(bindir / "troubleshoot"), "db", "upgrade"], env=env, check=True, capture_output=True)
-    proc = subprocess.Popen([str(bindir / "gunicorn"), "--bind", f"127.0.0.1:{port}", "--workers", str(args.workers),
-                             "--threads", str(args.threads), "--worker-class", "gthread", "--timeout", "60",
+    if args.legacy_settings:
+        settings = ["--workers", "2", "--threads", "8", "--worker-class", "gthread", "--timeout", "60"]
+    else:  # the Dockerfile's: the settings module of the package
+        settings = ["-c", "python:gpu_troubleshooter.web.gunicorn_conf"]
+    for name in ("workers", "threads"):
+        if getattr(args, name):
+            settings += [f"--{name}", str(getattr(args, name))]
+    # The access log is written (as in production) but to /dev/null.
+    proc = subprocess.Popen([str(bindir / "gunicorn"), *settings, "--bind", f"127.0.0.1:{port}",
+                             "--access-logfile", "/dev/null",
+                             "--logger-class", "gpu_troubleshooter.web.accesslog.GunicornLogger",
                              "--log-level", "warning", "gpu_troubleshooter.web.wsgi:app"], env=env, cwd=tmp)
     try:
         if not wait_ready(port, time.time() + 90):
             sys.exit("gunicorn did not start")
-        print(f"log {len(body)} bytes; gunicorn {args.workers} workers x {args.threads} threads (gthread)")
+        print(f"log {len(body)} bytes; gunicorn {' '.join(settings)}")
+        if args.endpoint == "bomb":
+            bomb(port)
+            return
         for n in args.concurrency:
-            run_one(args, port, body, n, db_url)
+            run_one(args, port, body, n, db_url, proc.pid)
     finally:
         proc.terminate()
         proc.wait(timeout=30)

@@ -10,6 +10,7 @@ import codecs
 import io
 import os
 import sys
+import time
 import zlib
 
 from .errors import LogInputError
@@ -49,6 +50,31 @@ _NOT_LOGS = (
 
 class LogTooLarge(LogInputError):
     """The (decompressed) log is larger than the limit the caller set."""
+
+
+# --- Decompression bombs (set by the web service; the CLI reads what it is given) -----------
+# `max_ratio`: refuse a compressed log that expands more than this many times once
+# RATIO_FROM bytes are out (small logs may compress very well); `cpu_seconds`: refuse a
+# log whose reading, with whatever the caller does with each chunk in the same thread,
+# has used more CPU time than this (counted from its second chunk on: a small log asks
+# the clock nothing). Both raise LogTooLarge, checked once per chunk.
+RATIO_FROM = 16 * 1024 * 1024
+
+
+def _check_bomb(reader):
+    packed = reader.packed_bytes()
+    if reader.max_ratio and packed and reader.bytes_read > RATIO_FROM and reader.bytes_read > reader.max_ratio * packed:
+        raise LogTooLarge(f"{reader.name}: refused: the log expands more than {reader.max_ratio:g} times when "
+                          f"decompressed ({packed:,} bytes became more than {reader.bytes_read:,}), which logs do "
+                          "not; send it uncompressed, or only its end (tail -c 50M)")
+    if reader.cpu_seconds is None or reader.bytes_read <= reader.chunk_size:
+        return
+    if reader.cpu_start is None:
+        reader.cpu_start = time.thread_time()
+    elif time.thread_time() - reader.cpu_start > reader.cpu_seconds:
+        raise LogTooLarge(f"{reader.name}: refused: reading the log took more than {reader.cpu_seconds:g} s of "
+                          "processor time; send only its end (tail -c 50M)")
+# ---------------------------------------------------------------------------------------------
 
 
 class _KeepOpen(io.RawIOBase):
@@ -193,12 +219,22 @@ class LogReader:
     `max_bytes`: raise LogTooLarge past this many (decompressed) bytes.
     `buffers()` is the zero-copy form the engine uses: one buffer, reused."""
 
-    def __init__(self, stream, name="log", max_bytes=None, chunk_size=None):
+    def __init__(self, stream, name="log", max_bytes=None, chunk_size=None, max_ratio=None, cpu_seconds=None):
         self.stream, self.name, self.max_bytes = stream, name, max_bytes
         self.chunk_size = chunk_size or CHUNK_SIZE
         self.warnings = []
         self.bytes_read = 0
         self.kind = getattr(stream, "kind", None)
+        self.max_ratio, self.cpu_seconds = max_ratio, cpu_seconds  # decompression bombs (see _check_bomb)
+        self.cpu_start = None
+        self._packed = stream.outer if isinstance(stream, _Decompressed) else None
+
+    def packed_bytes(self):
+        """Compressed bytes consumed so far (with the decompressor's read-ahead), or None."""
+        try:
+            return self._packed.tell() if self._packed is not None else None
+        except (OSError, ValueError):  # a pipe, or closed
+            return None
 
     def _fill(self, view):
         """Read into `view` until it is full or the log ends; the number of bytes read."""
@@ -255,6 +291,8 @@ class LogReader:
             self.bytes_read += new
             if self.max_bytes is not None and self.bytes_read > self.max_bytes:
                 raise LogTooLarge(f"{self.name}: the log is larger than {self.max_bytes // (1 << 20)} MiB once decompressed")
+            if self.max_ratio or self.cpu_seconds is not None:
+                _check_bomb(self)
             total = carry + new
             cut = buf.rfind(b"\n", 0, total)
             if cut < 0:

@@ -528,6 +528,24 @@ class StreamRedactor:
         body, ending = _split_ending(line)
         return self._redact_body(body) + ending
 
+    def redact_chunk(self, text: str, lines: Optional[Callable[[str], Iterable[str]]] = None) -> str:
+        """Redact ``text``, whole lines (a reader's chunk), in order with the
+        chunks before it: a private key block left open at the end of one chunk
+        is still redacted in the next.  A chunk without any hint is returned as
+        it is after one gate search (the web's submit path: most logs hold none).
+        ``lines`` splits the text into lines (default: at newlines)."""
+        if not self._in_key and "-----BEGIN" not in text and not _BLOCK_GATE(text.lower()):
+            return text
+        out: List[str] = []
+        block: List[str] = []
+        for line in (lines or _iter_lines)(text):
+            block.append(line)
+            if len(block) >= _BLOCK_LINES:
+                out.extend(_redact_block(self, block))
+                block = []
+        out.extend(_redact_block(self, block))
+        return "".join(out)
+
 
 def redact_lines(lines: Iterable[str], counts: Optional[Dict[str, int]] = None) -> Iterator[str]:
     """Redact an iterable of lines lazily (e.g. an open text file).

@@ -1,6 +1,6 @@
 """Slow clients behind the shipped nginx config (deploy/nginx.conf).
 
-gunicorn as in the Dockerfile (gthread, 2 workers x 8 threads) on a loopback
+gunicorn as in the Dockerfile (gunicorn_conf.py: gthread, 2 workers x 4 threads) on a loopback
 port, Debian's nginx in front of it, run as the test user with its pid, logs
 and temp files in tmp. 40 connections send their request headers one line a
 second; /healthz through nginx must keep answering quickly. Bounded: about
@@ -90,8 +90,8 @@ def test_slow_header_clients_do_not_starve_gunicorn(tmp_path):
     subprocess.run([sys.executable, "-m", "gpu_troubleshooter", "db", "upgrade"], env=env, cwd=tmp_path, check=True,
                    capture_output=True, timeout=120)
     gunicorn = subprocess.Popen(
-        [sys.executable, "-m", "gunicorn", "--bind", f"127.0.0.1:{app_port}", "--workers", "2", "--threads", "8",
-         "--worker-class", "gthread", "--timeout", "60", "gpu_troubleshooter.web.wsgi:app"],
+        [sys.executable, "-m", "gunicorn", "-c", "python:gpu_troubleshooter.web.gunicorn_conf",
+         "--bind", f"127.0.0.1:{app_port}", "gpu_troubleshooter.web.wsgi:app"],
         env=env, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=open(tmp_path / "gunicorn.log", "wb"),
         start_new_session=True)
     ngx = None

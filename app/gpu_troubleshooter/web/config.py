@@ -40,6 +40,11 @@ def from_environment(instance_path):
         "MAX_JSON_BYTES": _int("TROUBLESHOOT_MAX_JSON_MB", _int("TROUBLESHOOT_MAX_PASTE_MB", 16)) * 1024 * 1024,
         # A gzip bomb is cut off at this many decompressed bytes.
         "MAX_LOG_BYTES": _int("TROUBLESHOOT_MAX_LOG_MB", 4 * max_mb) * 1024 * 1024,
+        # Decompression bombs: a compressed log expanding more than this many times (checked
+        # after 16 MiB are out), or one whose reading and scanning used more processor time
+        # than this, is refused with a message.
+        "MAX_EXPANSION": float(os.environ.get("TROUBLESHOOT_MAX_EXPANSION", "200")),
+        "SCAN_CPU_SECONDS": float(os.environ.get("TROUBLESHOOT_SCAN_CPU_SECONDS", "60")),
         # Logs above this size are scanned in a background thread.
         "BACKGROUND_BYTES": _int("TROUBLESHOOT_BACKGROUND_MB", 4) * 1024 * 1024,
         # Large logs waiting or being scanned per process; more get 503 + Retry-After.

@@ -9,6 +9,7 @@ from flask import current_app, request
 from gpu_troubleshooter import reader
 
 MAX_FACTS = 2 * 1024 * 1024
+BODY_IN_MEMORY = 1 << 20  # a raw body up to this size is held in memory, not spooled
 
 
 class BadInput(Exception):
@@ -50,18 +51,26 @@ def log_from_form(field="logfile", text_field="log"):
 
 
 def log_from_body():
-    """A raw request body (text/plain, application/gzip, ...) spooled to an unlinked file."""
-    spool = tempfile.TemporaryFile("w+b", dir=current_app.config["UPLOAD_DIR"])
-    size = 0
+    """A raw request body (text/plain, application/gzip, ...): in memory up to
+    BODY_IN_MEMORY, else spooled to an unlinked file."""
+    held, spool, size = [], None, 0
     while True:
         chunk = request.stream.read(1 << 20)
         if not chunk:
             break
         size += len(chunk)
-        spool.write(chunk)
+        if spool is None and size > BODY_IN_MEMORY:
+            spool = tempfile.TemporaryFile("w+b", dir=current_app.config["UPLOAD_DIR"])
+            spool.writelines(held)
+            held = []
+        if spool is None:
+            held.append(chunk)
+        else:
+            spool.write(chunk)
     if size == 0:
-        spool.close()
         raise BadInput("the request body is empty: send the log as the body or as multipart field 'log'")
+    if spool is None:
+        return LogInput(io.BytesIO(b"".join(held)), size, "request body")
     spool.seek(0)
     return LogInput(spool, size, "request body")
 

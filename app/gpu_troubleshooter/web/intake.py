@@ -18,13 +18,16 @@ from collections import deque
 from gpu_troubleshooter import reader
 from gpu_troubleshooter.reader import LogTooLarge  # noqa: F401 - the service catches it from here
 
-from .redaction import redact_lines, redact_str
+from gpu_troubleshooter.redact import StreamRedactor
+
+from .redaction import redact_str
 
 CONTEXT = 3            # lines shown before and after each evidence line
 MAX_EVIDENCE = 20      # evidence lines with context kept per finding
 MAX_LINE = 2000        # characters kept of one displayed line
 TAIL_LINES = 150       # last lines kept for the helpdesk
 CHUNK_LINE = 1 << 20   # a "line" longer than 1 MiB is redacted in pieces
+SPOOL_IN_MEMORY = 8 << 20  # a redacted copy up to this size stays in memory (no temp file)
 
 _CLUSTER = re.compile(r"SLURM_CLUSTER_NAME=([\w.-]{1,60})")
 _PARTITION = re.compile(r"SLURM_JOB_PARTITION=([\w.,-]{1,60})")
@@ -32,15 +35,19 @@ _PARTITION = re.compile(r"SLURM_JOB_PARTITION=([\w.,-]{1,60})")
 
 class RedactedLog:
     """One pass over an upload: redacted chunks for the engine, the redacted
-    copy on disk with an index of where each chunk starts, the last lines and
-    the cluster/partition the log names."""
+    copy (in memory up to SPOOL_IN_MEMORY, then an unlinked temp file) with an
+    index of where each chunk starts, the last lines and the cluster/partition
+    the log names."""
 
-    def __init__(self, raw, upload_dir, max_bytes, source="upload", progress=None):
+    def __init__(self, raw, upload_dir, max_bytes, source="upload", progress=None, limits=None):
         os.makedirs(upload_dir, exist_ok=True)
         self.raw, self.progress = raw, progress
-        self.log = reader.LogReader(reader.open_log(raw), source, max_bytes=max_bytes)
-        fd, self.path = tempfile.mkstemp(prefix="redacted-", suffix=".log", dir=upload_dir)
-        self.out = os.fdopen(fd, "wb")
+        # limits: {"max_ratio": ..., "cpu_seconds": ...}, the reader's decompression-bomb limits
+        self.log = reader.LogReader(reader.open_log(raw), source, max_bytes=max_bytes, **(limits or {}))
+        # One redactor for the whole log: a private key block cut by a chunk boundary stays redacted.
+        self.redactor = StreamRedactor()
+        # The redacted copy: in memory for a small log, else an unlinked temp file in upload_dir.
+        self.out = tempfile.SpooledTemporaryFile(max_size=SPOOL_IN_MEMORY, dir=upload_dir)
         self.index = []        # (number of the chunk's first line, file offset)
         self.tail = deque(maxlen=TAIL_LINES)
         self.hints = {}
@@ -50,8 +57,10 @@ class RedactedLog:
         line_no, offset, next_report = 1, 0, 4 << 20
         for chunk in self.log.chunks():
             text = chunk.decode("utf-8", errors="replace")
-            redacted = "".join(redact_lines(_lines(text)))
-            data = redacted.encode("utf-8")
+            redacted = self.redactor.redact_chunk(text, _lines)
+            data = redacted.encode("utf-8") if redacted is not text else chunk
+            if data is chunk and "\ufffd" in text:  # invalid UTF-8 in the upload: store what the user sees
+                data = text.encode("utf-8")
             self.out.write(data)
             self.index.append((line_no, offset))
             line_no += data.count(b"\n")
@@ -70,7 +79,12 @@ class RedactedLog:
                 m = rx.search(text)
                 if m and key not in self.hints:
                     self.hints[key] = m.group(1)
-        lines = text.split("\n")
+        cut = len(text)  # only the last TAIL_LINES lines are split out
+        for _ in range(TAIL_LINES + 1):
+            cut = text.rfind("\n", 0, cut)
+            if cut < 0:
+                break
+        lines = text[cut + 1:].split("\n")
         if lines and lines[-1] == "":
             lines.pop()
         for line in lines[-TAIL_LINES:]:
@@ -78,10 +92,6 @@ class RedactedLog:
 
     def close(self):
         self.out.close()
-        try:
-            os.unlink(self.path)
-        except FileNotFoundError:
-            pass
 
 
 def _lines(text):
@@ -94,27 +104,29 @@ def _lines(text):
         start = end
 
 
-def diagnose_upload(raw, kb, upload_dir, max_bytes, source="upload", facts=None, progress=None):
+def diagnose_upload(raw, kb, upload_dir, max_bytes, source="upload", facts=None, progress=None, limits=None):
     """Read `raw` (plain or compressed) once: redact, diagnose, collect the
     evidence context. Returns (result dict, context, tail, hints, bytes).
+    `limits`: the reader's decompression-bomb limits (max_ratio, cpu_seconds).
     Raises LogInputError (LogTooLarge included) with a message for the user."""
     from gpu_troubleshooter.engine import diagnose_chunks
-    upload = RedactedLog(raw, upload_dir, max_bytes, source, progress)
+    upload = RedactedLog(raw, upload_dir, max_bytes, source, progress, limits)
     try:
         diagnosis = diagnose_chunks(upload.chunks(), kb, source=source, facts=facts)
         if upload.log.warnings:
             diagnosis.context["warnings"] = list(upload.log.warnings)
         result = diagnosis.to_dict()
         result["source"] = source
-        context = evidence_context(upload.path, result, upload.index)
+        context = evidence_context(upload.out, result, upload.index)
         return result, context, "\n".join(upload.tail), upload.hints, upload.bytes
     finally:
         upload.close()
 
 
-def evidence_context(path, diagnosis_dict, index=None):
+def evidence_context(copy, diagnosis_dict, index=None):
     """Per finding, the evidence lines with CONTEXT neighbours, read from the
-    redacted copy: only the chunks that hold them when `index` is given."""
+    redacted copy (a path or an open binary file): only the chunks that hold
+    them when `index` is given."""
     findings = diagnosis_dict.get("findings") or []
     wanted = []  # per finding: sorted evidence line numbers (1-based)
     for f in findings:
@@ -125,7 +137,11 @@ def evidence_context(path, diagnosis_dict, index=None):
         for n in nums:
             for k in range(max(1, n - CONTEXT), n + CONTEXT + 1):
                 keep[k] = None
-    _read_lines(path, keep, index or [(1, 0)])
+    if keep and isinstance(copy, (str, os.PathLike)):
+        with open(copy, "rb") as fh:
+            _read_lines(fh, keep, index or [(1, 0)])
+    elif keep:
+        _read_lines(copy, keep, index or [(1, 0)])
     blocks_per_finding = []
     for nums in wanted:
         blocks, current = [], None
@@ -145,26 +161,24 @@ def evidence_context(path, diagnosis_dict, index=None):
     return blocks_per_finding
 
 
-def _read_lines(path, keep, index):
-    """Fill keep[line number] with the text of those lines, seeking to the
-    indexed chunk before each run of wanted lines instead of reading the file."""
+def _read_lines(fh, keep, index):
+    """Fill keep[line number] with the text of those lines, reading only the
+    indexed chunks that hold them (each at most one reader chunk, split once)."""
     import bisect
     starts = [n for n, _ in index]
-    with open(path, "rb") as fh:
-        number, pos = None, None
-        for want in sorted(keep):
-            if number is None or want < number or want - number > 10_000:
-                i = max(0, bisect.bisect_right(starts, want) - 1)
-                number, pos = index[i]
-                fh.seek(pos)
-            for line in iter(fh.readline, b""):
-                if number == want:
-                    keep[want] = line.decode("utf-8", errors="replace").rstrip("\r\n")[:MAX_LINE]
-                    number += 1
-                    break
-                number += 1
-            else:
-                return
+    fh.seek(0, os.SEEK_END)
+    size = fh.tell()
+    held, lines = None, []
+    for want in sorted(keep):
+        i = max(0, bisect.bisect_right(starts, want) - 1)
+        if i != held:
+            first, pos = index[i]
+            end = index[i + 1][1] if i + 1 < len(index) else size
+            fh.seek(pos)
+            held, lines = i, fh.read(end - pos).split(b"\n")
+        k = want - index[i][0]
+        if k < len(lines) - 1 or (k == len(lines) - 1 and lines[k]):  # the last piece: a line without its newline
+            keep[want] = lines[k].decode("utf-8", errors="replace").rstrip("\r")[:MAX_LINE]
 
 
 def new_token():

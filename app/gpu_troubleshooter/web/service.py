@@ -45,8 +45,9 @@ def diagnose_raw(app, raw, facts=None, source="upload", progress=None):
     """Read `raw` once (redacted, diagnosed); returns (dict, context, tail, hints, bytes)."""
     from gpu_troubleshooter.errors import LogInputError
     try:
+        limits = {"max_ratio": app.config["MAX_EXPANSION"] or None, "cpu_seconds": app.config["SCAN_CPU_SECONDS"] or None}
         return diagnose_upload(raw, knowledge_base(app), app.config["UPLOAD_DIR"], app.config["MAX_LOG_BYTES"],
-                               source=source, facts=facts, progress=progress)
+                               source=source, facts=facts, progress=progress, limits=limits)
     except LogTooLarge as exc:
         raise BadLog(str(exc).split(": ", 1)[-1]) from None
     except LogInputError as exc:
@@ -72,7 +73,7 @@ def create_submission(raw, size, source, facts=None, gzip_hint=False):
     row = Submission(token=token_digest(share_token), source=redact_str(source)[:255], facts=facts,
                      total_bytes=size or 0, state="processing", progress_bytes=0,
                      error="", tail="", failure_class=NO_MATCH, confidence=0.0,
-                     cluster="", partition="")
+                     cluster="", partition="", ticket=None)  # new: no ticket, and no query to find that out
     threshold = app.config["BACKGROUND_BYTES"]
     background = size is not None and (size > threshold or (gzip_hint and size * 8 > threshold))
     slots = _slots(app)
