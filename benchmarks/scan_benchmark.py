@@ -92,14 +92,20 @@ def to_ere(pattern):
     """Python regex -> POSIX ERE for grep -E (None when it has no equivalent)."""
     ere = pattern.replace("(?:", "(").replace(r"\d", "[0-9]").replace(r"\s", "[[:space:]]").replace(r"\S", "[^[:space:]]")
     ere = ere.replace(r"[^\n]", ".").replace(r"\w", "[[:alnum:]_]")
-    return None if re.search(r"\(\?|\\[bBAZ]", ere) else ere
+    # grep and rg read line by line: a newline inside a negated class is implied,
+    # and a signature spanning two lines (a bare \n) has no line-wise equivalent
+    # (rg refuses the whole file for it, which once made its timing meaningless).
+    ere = re.sub(r"\[\^([^\]]*)\]", lambda m: "[^" + m.group(1).replace(r"\n", "") + "]", ere)
+    return None if re.search(r"\(\?|\\[bBAZn]", ere) else ere
 
 
 def anchors_file(kb):
     pats = [to_ere(s.pattern) for e in kb.entries for s in e.signatures]
     good = []
     for p in filter(None, pats):
-        if subprocess.run(["grep", "-E", "-q", "-e", p], input=b"", capture_output=True).returncode != 2:
+        # keep only what both peers accept: one pattern rg refuses makes it exit 2 at once
+        if all(subprocess.run([tool, "-E" if tool == "grep" else "-i", "-q", "-e", p], input=b"",
+                              capture_output=True).returncode != 2 for tool in ("grep", "rg")):
             good.append(p)
     path = WORK / "anchors.txt"
     path.write_text("\n".join(good) + "\n")
