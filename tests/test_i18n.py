@@ -205,3 +205,16 @@ def test_localise_a_model_entry_for_the_renderer():
     assert localise_entry(entry, "sr").causes[0].get("sr").startswith("Job-u treba")
     assert localise_entry(entry, "ko").summary.get("ko").startswith("장치에")
     assert localise_entry(entry, "en") is entry and localise_entry(entry, "de") is entry
+
+
+def test_troubleshoot_lang_wins_over_a_site_forced_lang(monkeypatch):
+    # Sites often force LANG=en_US.UTF-8 in their profiles; TROUBLESHOOT_LANG changes only our answers.
+    from gpu_troubleshooter.cli import _language
+    monkeypatch.setenv("LANG", "en_US.UTF-8")
+    monkeypatch.delenv("LC_ALL", raising=False)
+    monkeypatch.delenv("LC_MESSAGES", raising=False)
+    monkeypatch.setenv("TROUBLESHOOT_LANG", "hr")
+    assert _language(None) == "hr"
+    assert _language("ko") == "ko"  # --lang still wins
+    monkeypatch.delenv("TROUBLESHOOT_LANG")
+    assert _language(None) == "en"

@@ -40,9 +40,12 @@ def _use_colour(choice, stream):
 
 
 def _language(asked):
-    """The language to answer in: --lang, else LC_ALL / LC_MESSAGES / LANG (as gettext reads
-    them), negotiated with Babel against the translated languages; English costs no import."""
-    wanted = asked or next((os.environ[k] for k in ("LC_ALL", "LC_MESSAGES", "LANG") if os.environ.get(k)), "")
+    """The language to answer in: --lang, else $TROUBLESHOOT_LANG (clusters often force
+    LANG=en_US.UTF-8 in their profiles; this changes only our answers), else LC_ALL /
+    LC_MESSAGES / LANG (as gettext reads them), negotiated with Babel against the translated
+    languages; English costs no import."""
+    wanted = asked or next((os.environ[k] for k in ("TROUBLESHOOT_LANG", "LC_ALL", "LC_MESSAGES", "LANG")
+                            if os.environ.get(k)), "")
     if not wanted or wanted.split("_")[0].split("-")[0].split(".")[0].lower() in ("en", "c", "posix"):
         return "en"
     from .i18n import negotiate
@@ -90,7 +93,7 @@ def diagnose_parser():
     p.add_argument("--kb", action="append", default=[], metavar="DIR", help="extra knowledge-base folder (adds or overrides entries)")
     p.add_argument("--color", choices=("auto", "always", "never"), default="auto")
     p.add_argument("--lang", default=None, metavar="LANG",
-                   help="language of titles, causes and fixes: en, hr, sr, ko (default: from LANG/LC_MESSAGES; "
+                   help="language of titles, causes and fixes: en, hr, sr, ko (default: from TROUBLESHOOT_LANG, then LANG/LC_MESSAGES; "
                         "untranslated text stays English)")
     p.add_argument("--full", action="store_true", help="print every fix, cause and finding, not the short first screen")
     where = p.add_mutually_exclusive_group()
@@ -198,7 +201,7 @@ def run_explain(argv):
     p = argparse.ArgumentParser(prog="troubleshoot explain", description="Show one knowledge-base entry: causes and fixes.")
     p.add_argument("id")
     p.add_argument("--kb", action="append", default=[], metavar="DIR")
-    p.add_argument("--lang", default=None, help="en, hr, sr or ko (default: from LANG/LC_MESSAGES)")
+    p.add_argument("--lang", default=None, help="en, hr, sr or ko (default: from TROUBLESHOOT_LANG, then LANG/LC_MESSAGES)")
     args = p.parse_args(argv)
     try:
         kb = _load_kb(args.kb)
