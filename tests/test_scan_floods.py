@@ -80,3 +80,48 @@ def test_lines_that_do_not_repeat_are_not_collapsed():
     text = bytearray(b"".join(b"step %d\n" % i for i in range(5000)))
     assert not scanner._repetitive(text, len(text))
     assert scanner._collapse_runs(text, len(text)) == (text, None)
+
+
+def _pipelined_summary(text, kb, chunk_size, ahead):
+    """diagnose a log read with LogReader: ahead=0 one thread; else the first
+    passes of the next `ahead` chunks run in scan threads (engine._pipelined)."""
+    import io
+    from gpu_troubleshooter import reader
+    log = reader.LogReader(io.BytesIO(text), "log", chunk_size=chunk_size)
+    d = engine._diagnose(log.buffers(spare=ahead), kb, "log", None, ahead=ahead)
+    return [(f.id, round(f.confidence, 4), f.evidence, f.values) for f in d.findings], d.lines, d.scheduler, d.key_lines
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_scanning_ahead_in_threads_reports_exactly_what_one_thread_does(bundled, monkeypatch, seed):
+    # the first pass of later chunks runs while earlier ones are handled: same findings, evidence,
+    # line numbers, scheduler and key lines, floods and lines that all differ alike
+    monkeypatch.setattr(engine, "PIPELINE_FROM", 0)  # threads even for these small chunks
+    rnd = random.Random(100 + seed)
+    parts = []
+    for i in range(rnd.randint(20, 60)):
+        line = rnd.choice(LINES)
+        if rnd.random() < 0.3:  # a line unlike the others: sizes and steps change
+            line = line.replace(b"2.00", b"%d.%02d" % (i, rnd.randint(0, 99)))
+        parts.append(line * rnd.choice([1, 2, 9, 40, 500]))
+    text = b"".join(parts)
+    size = rnd.choice([4096, 16384, 65536])
+    one_thread = _pipelined_summary(text, bundled, size, 0)
+    for ahead in (1, 2, 3):
+        assert _pipelined_summary(text, bundled, size, ahead) == one_thread
+    assert one_thread[1] == text.count(b"\n")
+
+
+def test_spare_buffers_keep_each_chunk_intact_until_spare_more_are_read():
+    import io
+    from gpu_troubleshooter import reader
+    text = b"".join(b"line %d %s\n" % (i, b"x" * (i % 97)) for i in range(20000))
+    for spare in (0, 1, 2):
+        held, out = [], []
+        for buf, end in reader.LogReader(io.BytesIO(text), chunk_size=4096).buffers(spare=spare):
+            held.append((buf, end, bytes(buf[:end])))
+            held = held[-(spare + 1):]
+            assert all(bytes(b[:e]) == copy for b, e, copy in held)  # none overwritten yet
+            out.append(held[-1][2])
+        assert b"".join(out) == text
+        assert len({id(b) for b, _, _ in held}) == len(held)

@@ -187,11 +187,38 @@ class Scanner:
 
     # -- scanning ------------------------------------------------------------
 
-    def scan(self, chunk, first_line_no: int, need=None, on_hit=None, end=None, present=None):
+    def prepare(self, chunk, end, first=True):
+        """The part of a scan that does not depend on `need` (what the caller
+        has already seen), so another thread can do it ahead of time: the
+        folding of repeated lines and the first pass over the whole chunk
+        (Hyperscan runs it without the GIL). Returns `prepared` for scan():
+        the same chunk must be scanned with it, and not changed before."""
+        skips = None
+        if _repetitive(chunk, end):
+            collapsed, skips = _collapse_runs(chunk, end)
+            if skips:
+                chunk, end = collapsed, len(collapsed)
+        found = self._first_pass(memoryview(chunk)[:end], 0, end) if first and end else None
+        return chunk, end, skips, found
+
+    def _first_pass(self, view, pos, stop):
+        """(offset, pid) of the first match of each pattern in view[pos:stop], sorted."""
+        found = []
+        add = found.append
+
+        def first(pid, start, match_end, flags, ctx):
+            add((pos + max(match_end - 1, 0), pid))
+        self._db.scan(view[pos:stop], first, scratch=self._scratch("single", self._db))
+        found.sort()
+        return found
+
+    def scan(self, chunk, first_line_no: int, need=None, on_hit=None, end=None, present=None, prepared=None):
         """Hand each matching segment of `chunk[:end]` (bytes or a reused
         bytearray) to `on_hit(LineHit)` (or return them as a list).
         `need[pid]` false: the caller has enough of that pattern, do not report
         it again. `first_line_no`: number of the chunk's first line.
+        `prepared`: what prepare() returned for this chunk (Hyperscan, not
+        all_matches), perhaps in another thread; the result is the same.
         `present` (keep_last scanners): the patterns known to occur in the
         chunk; an empty set means nothing to do."""
         end = len(chunk) if end is None else end
@@ -208,30 +235,21 @@ class Scanner:
         elif self.backend == "hyperscan" and self.all_matches:
             self._all_matches(memoryview(chunk)[:end], 0, end, need, _ChunkState(chunk, end, first_line_no, self.groups, on_hit))
         elif self.backend == "hyperscan":
-            skips = None
-            if _repetitive(chunk, end):
-                collapsed, skips = _collapse_runs(chunk, end)
-                if skips:
-                    chunk, end = collapsed, len(collapsed)
-            self._scan_hyperscan(chunk, end, need, _ChunkState(chunk, end, first_line_no, self.groups, on_hit, skips))
+            chunk, end, skips, found = prepared if prepared is not None else self.prepare(chunk, end, first=False)
+            self._scan_hyperscan(chunk, end, need, _ChunkState(chunk, end, first_line_no, self.groups, on_hit, skips), found)
         else:
             chunk = bytes(memoryview(chunk)[:end])
             self._scan_re2(chunk, need, _ChunkState(chunk, end, first_line_no, self.groups, on_hit))
         return collected
 
-    def _scan_hyperscan(self, chunk, end, need, state):
+    def _scan_hyperscan(self, chunk, end, need, state, found=None):
         view = memoryview(chunk)[:end]
-        scratch = self._scratch("single", self._db)
         budget = RESCAN_BUDGET * end + RESCAN_WINDOW  # bytes rescanned in this chunk before the all-matches scan
         pos, stop, window, wanted = 0, end, RESCAN_WINDOW, None
         while True:
-            found = []
-
-            def first(pid, start, match_end, flags, ctx, base=pos, found=found):
-                found.append((base + max(match_end - 1, 0), pid))
-            self._db.scan(view[pos:stop], first, scratch=scratch)
+            if found is None:
+                found = self._first_pass(view, pos, stop)
             budget -= stop - pos
-            found.sort()
             again = None
             for off, pid in found:
                 if not need[pid]:
@@ -257,6 +275,7 @@ class Scanner:
             if nl < 0:
                 nl = chunk.find(b"\r", pos + window, end)  # or a progress bar's update
             stop = end if nl < 0 else nl + 1
+            found = None
 
     def _last_matches(self, chunk, end, state, present=None):
         """The last `keep_last` matches of each pattern in the chunk, without a
