@@ -125,3 +125,17 @@ def test_spare_buffers_keep_each_chunk_intact_until_spare_more_are_read():
             out.append(held[-1][2])
         assert b"".join(out) == text
         assert len({id(b) for b, _, _ in held}) == len(held)
+
+
+def test_an_error_in_a_scan_thread_is_raised_to_the_caller_and_the_threads_end(bundled, monkeypatch):
+    import threading
+    monkeypatch.setattr(engine, "PIPELINE_FROM", 0)
+    compiled = engine.compile_kb(bundled)
+
+    def broken(chunk, end, first=True):
+        raise MemoryError("scratch")
+    monkeypatch.setattr(compiled.scanner, "prepare", broken)
+    with pytest.raises(MemoryError):
+        _pipelined_summary(b"step 1 loss 0.3\n" * 5000, bundled, 4096, 2)
+    assert not [t for t in threading.enumerate() if t.name == "troubleshoot-scan"]
+    engine._COMPILED.clear()

@@ -309,29 +309,52 @@ def _pipelined(buffers, prepare, handle, ahead):
     def first_pass(buf, end):
         return prepare(buf, end), buf.count(b"\n", 0, end)
 
-    pool, waiting = None, deque()
+    # A bare pair of threads and a queue: concurrent.futures would import logging (start-up time)
+    import _thread
+    import threading
+    from _queue import SimpleQueue
+    jobs, threads, waiting = SimpleQueue(), [], deque()
+
+    def work():
+        while (job := jobs.get()) is not None:
+            buf, end, out, done = job
+            try:
+                out.append(first_pass(buf, end))
+            except BaseException as e:  # handed to the handling thread, raised there
+                out.append(e)
+            done.release()
+
+    def finish(buf, end, out, done):
+        done.acquire()
+        if isinstance(out[0], BaseException):
+            raise out[0]
+        prepared, newlines = out[0]
+        handle(buf, end, newlines, prepared)
+
     try:
         for buf, end in buffers:
             if not end:
                 continue
-            if pool is None and end < PIPELINE_FROM and not waiting:
+            if not threads and end < PIPELINE_FROM:
                 handle(buf, end, buf.count(b"\n", 0, end))
                 continue
-            if pool is None:
-                from concurrent.futures import ThreadPoolExecutor
-                pool = ThreadPoolExecutor(SCAN_THREADS, thread_name_prefix="troubleshoot-scan")
-            waiting.append((buf, end, pool.submit(first_pass, buf, end)))
+            if not threads:
+                threads = [threading.Thread(target=work, name="troubleshoot-scan", daemon=True) for _ in range(SCAN_THREADS)]
+                for t in threads:
+                    t.start()
+            done = _thread.allocate_lock()
+            done.acquire()
+            waiting.append((buf, end, [], done))
+            jobs.put(waiting[-1])
             if len(waiting) > ahead:
-                buf, end, job = waiting.popleft()
-                prepared, newlines = job.result()
-                handle(buf, end, newlines, prepared)
+                finish(*waiting.popleft())
         while waiting:
-            buf, end, job = waiting.popleft()
-            prepared, newlines = job.result()
-            handle(buf, end, newlines, prepared)
+            finish(*waiting.popleft())
     finally:
-        if pool is not None:
-            pool.shutdown(wait=True, cancel_futures=True)
+        for _ in threads:
+            jobs.put(None)
+        for t in threads:
+            t.join()
 
 
 class _NewlineCounter:

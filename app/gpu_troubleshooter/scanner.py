@@ -25,11 +25,15 @@ A Scanner is safe to share between threads: each thread gets its own
 Hyperscan scratch space.
 """
 import bisect
-import hashlib
 import threading
 from dataclasses import dataclass
 
 from .cache import default_cache
+
+try:
+    from _blake2 import blake2b  # hashlib would load OpenSSL first: start-up time
+except ImportError:  # pragma: no cover
+    from hashlib import blake2b
 
 try:
     import hyperscan
@@ -157,7 +161,7 @@ class Scanner:
 
     def _hyperscan_db(self, single):
         flag = hyperscan.HS_FLAG_SINGLEMATCH if single else 0
-        key = hashlib.sha256(repr((hyperscan.__version__, single, self.patterns)).encode()).hexdigest()[:24]
+        key = blake2b(repr((hyperscan.__version__, single, self.patterns)).encode(), digest_size=12).hexdigest()
         kind = "hs" if single else "hs-all"
         cache = default_cache()
         try:
