@@ -142,10 +142,10 @@ class Scanner:
             self.backend = "none"
         elif hyperscan is not None and use_hyperscan:
             self.backend = "hyperscan"
-            if all_matches:
-                self._db_all = self._hyperscan_db(single=False)
-            else:
+            if not all_matches:
                 self._db = self._hyperscan_db(single=True)
+            # all_matches: loaded on first use (_all_matches_db), as a log with none of
+            # these shapes (most long logs' chunks) never scans with it: start-up time
         else:
             import re2
             self.backend = "re2"
