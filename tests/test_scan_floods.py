@@ -139,3 +139,21 @@ def test_an_error_in_a_scan_thread_is_raised_to_the_caller_and_the_threads_end(b
         _pipelined_summary(b"step 1 loss 0.3\n" * 5000, bundled, 4096, 2)
     assert not [t for t in threading.enumerate() if t.name == "troubleshoot-scan"]
     engine._COMPILED.clear()
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_key_line_tails_grown_from_a_short_window_equal_the_long_tail(seed):
+    # keep_last scanners told which shapes a chunk holds look at a short tail first
+    # (scanner.TAIL_FIRST): the lines handed over are exactly those of the whole tail
+    from gpu_troubleshooter.keylines import KEEP_PER_KIND, PATTERNS
+    rnd = random.Random(200 + seed)
+    shapes = [(rx, True) for _, rx in PATTERNS]
+    keys = scanner.Scanner(shapes, all_matches=True, keep_last=2 * KEEP_PER_KIND)
+    text = bytearray(b"".join(rnd.choice(LINES) * rnd.choice([1, 3, 30, 400]) for _ in range(rnd.randint(20, 80))))
+    present = {pid for pid in range(len(shapes))
+               if scanner.Scanner([shapes[pid]]).scan(text, 1)}
+
+    def handed(given):
+        return [(h.line_no, h.raw, h.context, h.pattern_ids) for h in keys.scan(text, 1, present=given)]
+    assert handed(present) == handed(None)
+    assert handed(present)  # the lines above always hold some shape

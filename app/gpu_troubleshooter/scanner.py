@@ -43,7 +43,8 @@ except ImportError:  # no wheel for this platform: the portable fallback
 MAX_SEGMENT = 4000        # bytes kept of one matched segment (centred on the match)
 MAX_CONTEXT = 4000        # bytes kept of the line before and after
 RESCAN_WINDOW = 4 * 1024   # a rescan for a pattern that wants more lines looks this far first (doubling)
-TAIL_WINDOW = 256 * 1024   # all-matches patterns that keep only their last lines: the tail scanned first
+TAIL_WINDOW = 256 * 1024   # all-matches patterns that keep only their last lines: the tail scanned first,
+TAIL_FIRST = 16 * 1024     # or this much of it, where the patterns present are known
 RESCAN_BUDGET = 3          # x the chunk: bytes rescanned, then one all-matches scan of the rest
 PROBE = 8 * 1024           # bytes looked at (twice per chunk) to tell whether a chunk repeats its lines
 RUN_HEAD = 6               # of a run of identical lines, the first this many (and the last) are scanned:
@@ -287,15 +288,24 @@ class Scanner:
         the part before it only when a pattern there is still short of lines."""
         view = memoryview(chunk)[:end]
         db = self._all_matches_db()
-        nl = chunk.rfind(b"\n", 0, max(0, end - TAIL_WINDOW)) if end > TAIL_WINDOW else -1
-        lo = nl + 1  # the tail starts on a line boundary
-        tail = []
-        db.scan(view[lo:end], lambda pid, s, e, f, c: tail.append((lo + max(e - 1, 0), pid)), scratch=self._scratch("all", db))
-        found = tail
-        if lo:
+        # With `present` known, a short tail first, four times longer while a pattern
+        # present is short of lines there: lines that all match cost a call per match
+        # of TAIL_FIRST bytes, not of TAIL_WINDOW.
+        window = TAIL_FIRST if present is not None else TAIL_WINDOW
+        while True:
+            nl = chunk.rfind(b"\n", 0, max(0, end - window)) if end > window else -1
+            lo = nl + 1  # the tail starts on a line boundary
+            tail = []
+            db.scan(view[lo:end], lambda pid, s, e, f, c, lo=lo, add=tail.append: add((lo + max(e - 1, 0), pid)),
+                    scratch=self._scratch("all", db))
             counts = {}
             for _, pid in tail:
                 counts[pid] = counts.get(pid, 0) + 1
+            if not lo or window >= TAIL_WINDOW or present is None or all(counts.get(pid, 0) >= self.keep_last for pid in present):
+                break
+            window *= 4
+        found = tail
+        if lo and (present is None or window >= TAIL_WINDOW):
             if present is None:  # which patterns occur before the tail at all
                 if self._db is None:
                     with self._lock:
