@@ -80,3 +80,80 @@ def test_lines_that_do_not_repeat_are_not_collapsed():
     text = bytearray(b"".join(b"step %d\n" % i for i in range(5000)))
     assert not scanner._repetitive(text, len(text))
     assert scanner._collapse_runs(text, len(text)) == (text, None)
+
+
+def _pipelined_summary(text, kb, chunk_size, ahead):
+    """diagnose a log read with LogReader: ahead=0 one thread; else the first
+    passes of the next `ahead` chunks run in scan threads (engine._pipelined)."""
+    import io
+    from gpu_troubleshooter import reader
+    log = reader.LogReader(io.BytesIO(text), "log", chunk_size=chunk_size)
+    d = engine._diagnose(log.buffers(spare=ahead), kb, "log", None, ahead=ahead)
+    return [(f.id, round(f.confidence, 4), f.evidence, f.values) for f in d.findings], d.lines, d.scheduler, d.key_lines
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_scanning_ahead_in_threads_reports_exactly_what_one_thread_does(bundled, monkeypatch, seed):
+    # the first pass of later chunks runs while earlier ones are handled: same findings, evidence,
+    # line numbers, scheduler and key lines, floods and lines that all differ alike
+    monkeypatch.setattr(engine, "PIPELINE_FROM", 0)  # threads even for these small chunks
+    rnd = random.Random(100 + seed)
+    parts = []
+    for i in range(rnd.randint(20, 60)):
+        line = rnd.choice(LINES)
+        if rnd.random() < 0.3:  # a line unlike the others: sizes and steps change
+            line = line.replace(b"2.00", b"%d.%02d" % (i, rnd.randint(0, 99)))
+        parts.append(line * rnd.choice([1, 2, 9, 40, 500]))
+    text = b"".join(parts)
+    size = rnd.choice([4096, 16384, 65536])
+    one_thread = _pipelined_summary(text, bundled, size, 0)
+    for ahead in (1, 2, 3):
+        assert _pipelined_summary(text, bundled, size, ahead) == one_thread
+    assert one_thread[1] == text.count(b"\n")
+
+
+def test_spare_buffers_keep_each_chunk_intact_until_spare_more_are_read():
+    import io
+    from gpu_troubleshooter import reader
+    text = b"".join(b"line %d %s\n" % (i, b"x" * (i % 97)) for i in range(20000))
+    for spare in (0, 1, 2):
+        held, out = [], []
+        for buf, end in reader.LogReader(io.BytesIO(text), chunk_size=4096).buffers(spare=spare):
+            held.append((buf, end, bytes(buf[:end])))
+            held = held[-(spare + 1):]
+            assert all(bytes(b[:e]) == copy for b, e, copy in held)  # none overwritten yet
+            out.append(held[-1][2])
+        assert b"".join(out) == text
+        assert len({id(b) for b, _, _ in held}) == len(held)
+
+
+def test_an_error_in_a_scan_thread_is_raised_to_the_caller_and_the_threads_end(bundled, monkeypatch):
+    import threading
+    monkeypatch.setattr(engine, "PIPELINE_FROM", 0)
+    compiled = engine.compile_kb(bundled)
+
+    def broken(chunk, end, first=True):
+        raise MemoryError("scratch")
+    monkeypatch.setattr(compiled.scanner, "prepare", broken)
+    with pytest.raises(MemoryError):
+        _pipelined_summary(b"step 1 loss 0.3\n" * 5000, bundled, 4096, 2)
+    assert not [t for t in threading.enumerate() if t.name == "troubleshoot-scan"]
+    engine._COMPILED.clear()
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_key_line_tails_grown_from_a_short_window_equal_the_long_tail(seed):
+    # keep_last scanners told which shapes a chunk holds look at a short tail first
+    # (scanner.TAIL_FIRST): the lines handed over are exactly those of the whole tail
+    from gpu_troubleshooter.keylines import KEEP_PER_KIND, PATTERNS
+    rnd = random.Random(200 + seed)
+    shapes = [(rx, True) for _, rx in PATTERNS]
+    keys = scanner.Scanner(shapes, all_matches=True, keep_last=2 * KEEP_PER_KIND)
+    text = bytearray(b"".join(rnd.choice(LINES) * rnd.choice([1, 3, 30, 400]) for _ in range(rnd.randint(20, 80))))
+    present = {pid for pid in range(len(shapes))
+               if scanner.Scanner([shapes[pid]]).scan(text, 1)}
+
+    def handed(given):
+        return [(h.line_no, h.raw, h.context, h.pattern_ids) for h in keys.scan(text, 1, present=given)]
+    assert handed(present) == handed(None)
+    assert handed(present)  # the lines above always hold some shape

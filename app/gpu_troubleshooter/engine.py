@@ -9,6 +9,7 @@ Two stages, so that the expensive part only sees candidates:
    count), their values extracted, and the entries ranked root cause first.
 """
 import io
+from collections import deque
 
 from .findings import Diagnosis, Evidence, Finding, finer_first
 from .keylines import KEEP_PER_KIND, PATTERNS as KEY_PATTERNS, KeyLineCollector
@@ -213,8 +214,11 @@ def diagnose_chunks(chunks, kb, source="log", facts=None) -> Diagnosis:
     return _diagnose(((chunk, len(chunk)) for chunk in chunks), kb, source, facts)
 
 
-def _diagnose(buffers, kb, source, facts):
-    """The scan: `buffers` yields (buffer, end) pairs, buffer[:end] one chunk."""
+def _diagnose(buffers, kb, source, facts, ahead=0):
+    """The scan: `buffers` yields (buffer, end) pairs, buffer[:end] one chunk.
+    `ahead`: a chunk stays intact until this many more were yielded (see
+    reader.LogReader.buffers(spare=...)): the first pass over the next chunks
+    then runs in SCAN_THREADS threads while this one handles the chunk before."""
     ckb = compile_kb(kb)
     owner = ckb.owner
     need = [True] * len(owner)
@@ -260,29 +264,97 @@ def _diagnose(buffers, kb, source, facts):
 
     line_no, nbytes, last = 1, 0, b"\n"
     scan, key_scan = ckb.scanner.scan, ckb.key_scanner.scan
-    counter = _NewlineCounter()
-    try:
-        for buf, end in buffers:
-            if not end:
-                continue
-            counting = counter.count(buf, end)  # overlaps the scan: Hyperscan releases the GIL
-            scan(buf, line_no, need, on_hit, end)
-            key_scan(buf, line_no, None, on_key, end, present=keys_present)
-            flush_key()
-            for pid in key_pids:
-                need[pid] = True
-            keys_present.clear()
-            line_no += counting()
-            nbytes += end
-            last = buf[end - 1:end]
-    finally:
-        counter.close()
+
+    def handle(buf, end, newlines, prepared=None):
+        nonlocal line_no, nbytes, last
+        scan(buf, line_no, need, on_hit, end, prepared=prepared)
+        key_scan(buf, line_no, None, on_key, end, present=keys_present)
+        flush_key()
+        for pid in key_pids:
+            need[pid] = True
+        keys_present.clear()
+        line_no += newlines() if callable(newlines) else newlines
+        nbytes += end
+        last = buf[end - 1:end]
+
+    if ahead and ckb.scanner.backend == "hyperscan":
+        _pipelined(buffers, ckb.scanner.prepare, handle, ahead)
+    else:
+        counter = _NewlineCounter()
+        try:
+            for buf, end in buffers:
+                if end:
+                    handle(buf, end, counter.count(buf, end))  # the count overlaps the scan: Hyperscan releases the GIL
+        finally:
+            counter.close()
     lines = line_no - 1 + (0 if last == b"\n" or not nbytes else 1)
     findings = [f for ei, ev in evidence.items() if (f := _score(ev)) is not None]
     if facts is not None:
         findings = _apply_facts(findings, kb, facts)
     return Diagnosis(source=source, findings=rank(findings), lines=lines, bytes=nbytes, site=kb.site, facts=facts,
                      scheduler=min(seen_markers)[1] if seen_markers else None, key_lines=keys.result())
+
+
+SCAN_THREADS = 2          # threads for the first pass over a large log's chunks (Hyperscan runs without the GIL)
+PIPELINE_FROM = 1 << 20   # a log whose first chunk is smaller than this is scanned in one thread
+
+
+def _pipelined(buffers, prepare, handle, ahead):
+    """handle() each chunk in order in this thread, while SCAN_THREADS
+    threads run the part of its scan that depends on nothing seen before
+    (scanner.prepare(): the first Hyperscan pass) and count its newlines,
+    for up to `ahead` chunks ahead of it. What is found is what one thread
+    finds: handle() sees the chunks, and each chunk's first-pass results, in
+    log order. A small log starts no thread."""
+    def first_pass(buf, end):
+        return prepare(buf, end), buf.count(b"\n", 0, end)
+
+    # A bare pair of threads and a queue: concurrent.futures would import logging (start-up time)
+    import _thread
+    import threading
+    from _queue import SimpleQueue
+    jobs, threads, waiting = SimpleQueue(), [], deque()
+
+    def work():
+        while (job := jobs.get()) is not None:
+            buf, end, out, done = job
+            try:
+                out.append(first_pass(buf, end))
+            except BaseException as e:  # handed to the handling thread, raised there
+                out.append(e)
+            done.release()
+
+    def finish(buf, end, out, done):
+        done.acquire()
+        if isinstance(out[0], BaseException):
+            raise out[0]
+        prepared, newlines = out[0]
+        handle(buf, end, newlines, prepared)
+
+    try:
+        for buf, end in buffers:
+            if not end:
+                continue
+            if not threads and end < PIPELINE_FROM:
+                handle(buf, end, buf.count(b"\n", 0, end))
+                continue
+            if not threads:
+                threads = [threading.Thread(target=work, name="troubleshoot-scan", daemon=True) for _ in range(SCAN_THREADS)]
+                for t in threads:
+                    t.start()
+            done = _thread.allocate_lock()
+            done.acquire()
+            waiting.append((buf, end, [], done))
+            jobs.put(waiting[-1])
+            if len(waiting) > ahead:
+                finish(*waiting.popleft())
+        while waiting:
+            finish(*waiting.popleft())
+    finally:
+        for _ in threads:
+            jobs.put(None)
+        for t in threads:
+            t.join()
 
 
 class _NewlineCounter:
@@ -313,7 +385,7 @@ def diagnose_stream(stream, kb, source="log", facts=None) -> Diagnosis:
     """Diagnose a binary stream (plain or compressed); raises LogInputError.
     A stream damaged part-way is diagnosed up to the damage, with a warning."""
     log = reader.LogReader(reader.open_log(stream), source)
-    diagnosis = _diagnose(log.buffers(), kb, source, facts)
+    diagnosis = _diagnose(log.buffers(spare=SCAN_THREADS), kb, source, facts, ahead=SCAN_THREADS)
     if log.warnings:
         diagnosis.context["warnings"] = list(log.warnings)
     return diagnosis

@@ -258,10 +258,12 @@ class LogReader:
         self.stream = io.BytesIO()
         self.kind = None
 
-    def buffers(self):
+    def buffers(self, spare=0):
         """Yield (buffer, end): buffer[:end] is the next chunk, ending at a
         newline (or at a carriage return when a progress bar writes megabytes
-        without a newline). The buffer is reused: use it before the next one.
+        without a newline). The buffer is reused: use it before the next one,
+        or, with `spare` buffers more (taken in turn), before the next 1 +
+        `spare` ones (a chunk can be scanned while the next ones are read).
         The first chunk is checked for empty and binary input, and for UTF-16."""
         size = self.chunk_size
         small = min(size, 1 << 16)  # a small log never pays for (and page-faults) a 2 x 4 MiB buffer
@@ -283,6 +285,7 @@ class LogReader:
             head = bytes(view[:new])
         check_text(head, self.name)
         carry = 0
+        turn, ring = 0, [(buf, view)]
         while True:
             if not new:
                 if carry:
@@ -305,7 +308,16 @@ class LogReader:
                 cut = total - 1  # one line longer than a chunk: split it
             yield buf, cut + 1
             carry = total - cut - 1
-            if carry:
+            if spare:  # the next buffer in turn (allocated on first use)
+                turn = (turn + 1) % (spare + 1)
+                if turn == len(ring):
+                    following = bytearray(len(buf))
+                    ring.append((following, memoryview(following)))
+                following, following_view = ring[turn]
+                if carry:
+                    following_view[:carry] = view[cut + 1:total]
+                buf, view = following, following_view
+            elif carry:
                 buf[:carry] = buf[cut + 1:total]
             new = self._fill(view[carry:carry + size])
 

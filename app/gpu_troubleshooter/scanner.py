@@ -25,11 +25,15 @@ A Scanner is safe to share between threads: each thread gets its own
 Hyperscan scratch space.
 """
 import bisect
-import hashlib
 import threading
 from dataclasses import dataclass
 
 from .cache import default_cache
+
+try:
+    from _blake2 import blake2b  # hashlib would load OpenSSL first: start-up time
+except ImportError:  # pragma: no cover
+    from hashlib import blake2b
 
 try:
     import hyperscan
@@ -39,7 +43,8 @@ except ImportError:  # no wheel for this platform: the portable fallback
 MAX_SEGMENT = 4000        # bytes kept of one matched segment (centred on the match)
 MAX_CONTEXT = 4000        # bytes kept of the line before and after
 RESCAN_WINDOW = 4 * 1024   # a rescan for a pattern that wants more lines looks this far first (doubling)
-TAIL_WINDOW = 256 * 1024   # all-matches patterns that keep only their last lines: the tail scanned first
+TAIL_WINDOW = 256 * 1024   # all-matches patterns that keep only their last lines: the tail scanned first,
+TAIL_FIRST = 16 * 1024     # or this much of it, where the patterns present are known
 RESCAN_BUDGET = 3          # x the chunk: bytes rescanned, then one all-matches scan of the rest
 PROBE = 8 * 1024           # bytes looked at (twice per chunk) to tell whether a chunk repeats its lines
 RUN_HEAD = 6               # of a run of identical lines, the first this many (and the last) are scanned:
@@ -138,10 +143,10 @@ class Scanner:
             self.backend = "none"
         elif hyperscan is not None and use_hyperscan:
             self.backend = "hyperscan"
-            if all_matches:
-                self._db_all = self._hyperscan_db(single=False)
-            else:
+            if not all_matches:
                 self._db = self._hyperscan_db(single=True)
+            # all_matches: loaded on first use (_all_matches_db), as a log with none of
+            # these shapes (most long logs' chunks) never scans with it: start-up time
         else:
             import re2
             self.backend = "re2"
@@ -157,7 +162,7 @@ class Scanner:
 
     def _hyperscan_db(self, single):
         flag = hyperscan.HS_FLAG_SINGLEMATCH if single else 0
-        key = hashlib.sha256(repr((hyperscan.__version__, single, self.patterns)).encode()).hexdigest()[:24]
+        key = blake2b(repr((hyperscan.__version__, single, self.patterns)).encode(), digest_size=12).hexdigest()
         kind = "hs" if single else "hs-all"
         cache = default_cache()
         try:
@@ -187,11 +192,38 @@ class Scanner:
 
     # -- scanning ------------------------------------------------------------
 
-    def scan(self, chunk, first_line_no: int, need=None, on_hit=None, end=None, present=None):
+    def prepare(self, chunk, end, first=True):
+        """The part of a scan that does not depend on `need` (what the caller
+        has already seen), so another thread can do it ahead of time: the
+        folding of repeated lines and the first pass over the whole chunk
+        (Hyperscan runs it without the GIL). Returns `prepared` for scan():
+        the same chunk must be scanned with it, and not changed before."""
+        skips = None
+        if _repetitive(chunk, end):
+            collapsed, skips = _collapse_runs(chunk, end)
+            if skips:
+                chunk, end = collapsed, len(collapsed)
+        found = self._first_pass(memoryview(chunk)[:end], 0, end) if first and end else None
+        return chunk, end, skips, found
+
+    def _first_pass(self, view, pos, stop):
+        """(offset, pid) of the first match of each pattern in view[pos:stop], sorted."""
+        found = []
+        add = found.append
+
+        def first(pid, start, match_end, flags, ctx):
+            add((pos + max(match_end - 1, 0), pid))
+        self._db.scan(view[pos:stop], first, scratch=self._scratch("single", self._db))
+        found.sort()
+        return found
+
+    def scan(self, chunk, first_line_no: int, need=None, on_hit=None, end=None, present=None, prepared=None):
         """Hand each matching segment of `chunk[:end]` (bytes or a reused
         bytearray) to `on_hit(LineHit)` (or return them as a list).
         `need[pid]` false: the caller has enough of that pattern, do not report
         it again. `first_line_no`: number of the chunk's first line.
+        `prepared`: what prepare() returned for this chunk (Hyperscan, not
+        all_matches), perhaps in another thread; the result is the same.
         `present` (keep_last scanners): the patterns known to occur in the
         chunk; an empty set means nothing to do."""
         end = len(chunk) if end is None else end
@@ -208,30 +240,21 @@ class Scanner:
         elif self.backend == "hyperscan" and self.all_matches:
             self._all_matches(memoryview(chunk)[:end], 0, end, need, _ChunkState(chunk, end, first_line_no, self.groups, on_hit))
         elif self.backend == "hyperscan":
-            skips = None
-            if _repetitive(chunk, end):
-                collapsed, skips = _collapse_runs(chunk, end)
-                if skips:
-                    chunk, end = collapsed, len(collapsed)
-            self._scan_hyperscan(chunk, end, need, _ChunkState(chunk, end, first_line_no, self.groups, on_hit, skips))
+            chunk, end, skips, found = prepared if prepared is not None else self.prepare(chunk, end, first=False)
+            self._scan_hyperscan(chunk, end, need, _ChunkState(chunk, end, first_line_no, self.groups, on_hit, skips), found)
         else:
             chunk = bytes(memoryview(chunk)[:end])
             self._scan_re2(chunk, need, _ChunkState(chunk, end, first_line_no, self.groups, on_hit))
         return collected
 
-    def _scan_hyperscan(self, chunk, end, need, state):
+    def _scan_hyperscan(self, chunk, end, need, state, found=None):
         view = memoryview(chunk)[:end]
-        scratch = self._scratch("single", self._db)
         budget = RESCAN_BUDGET * end + RESCAN_WINDOW  # bytes rescanned in this chunk before the all-matches scan
         pos, stop, window, wanted = 0, end, RESCAN_WINDOW, None
         while True:
-            found = []
-
-            def first(pid, start, match_end, flags, ctx, base=pos, found=found):
-                found.append((base + max(match_end - 1, 0), pid))
-            self._db.scan(view[pos:stop], first, scratch=scratch)
+            if found is None:
+                found = self._first_pass(view, pos, stop)
             budget -= stop - pos
-            found.sort()
             again = None
             for off, pid in found:
                 if not need[pid]:
@@ -257,6 +280,7 @@ class Scanner:
             if nl < 0:
                 nl = chunk.find(b"\r", pos + window, end)  # or a progress bar's update
             stop = end if nl < 0 else nl + 1
+            found = None
 
     def _last_matches(self, chunk, end, state, present=None):
         """The last `keep_last` matches of each pattern in the chunk, without a
@@ -264,15 +288,24 @@ class Scanner:
         the part before it only when a pattern there is still short of lines."""
         view = memoryview(chunk)[:end]
         db = self._all_matches_db()
-        nl = chunk.rfind(b"\n", 0, max(0, end - TAIL_WINDOW)) if end > TAIL_WINDOW else -1
-        lo = nl + 1  # the tail starts on a line boundary
-        tail = []
-        db.scan(view[lo:end], lambda pid, s, e, f, c: tail.append((lo + max(e - 1, 0), pid)), scratch=self._scratch("all", db))
-        found = tail
-        if lo:
+        # With `present` known, a short tail first, four times longer while a pattern
+        # present is short of lines there: lines that all match cost a call per match
+        # of TAIL_FIRST bytes, not of TAIL_WINDOW.
+        window = TAIL_FIRST if present is not None else TAIL_WINDOW
+        while True:
+            nl = chunk.rfind(b"\n", 0, max(0, end - window)) if end > window else -1
+            lo = nl + 1  # the tail starts on a line boundary
+            tail = []
+            db.scan(view[lo:end], lambda pid, s, e, f, c, lo=lo, add=tail.append: add((lo + max(e - 1, 0), pid)),
+                    scratch=self._scratch("all", db))
             counts = {}
             for _, pid in tail:
                 counts[pid] = counts.get(pid, 0) + 1
+            if not lo or window >= TAIL_WINDOW or present is None or all(counts.get(pid, 0) >= self.keep_last for pid in present):
+                break
+            window *= 4
+        found = tail
+        if lo and (present is None or window >= TAIL_WINDOW):
             if present is None:  # which patterns occur before the tail at all
                 if self._db is None:
                     with self._lock:
