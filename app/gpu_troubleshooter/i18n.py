@@ -143,12 +143,12 @@ _LAT2CYR = {"lj": "љ", "nj": "њ", "dž": "џ", "a": "а", "b": "б", "c": "ц"
 # Never transliterated: `code`, {placeholders}, URLs, and words that are not Serbian: paths and
 # options (/dev/shm, --nv, sm_80), anything with a digit or a letter Serbian lacks (q w x y), and
 # names written with inner capitals (GPU, PyTorch) or capitalised inside a sentence (Docker).
-_KEEP = re.compile(r"`[^`\n]*`|\{[^{}\n]*\}|[a-z][a-z0-9+.-]*://\S+|\S*[/\\_=@$~<>|#]\S*"
-                   r"|(?<![\w-])--?[A-Za-z][\w-]*|\"[^\"\n]*\"|\([^()\n]*\)")
+_KEEP = re.compile(r"`[^`\n]*`|\{[^{}\n]*\}|[a-z][a-z0-9+.-]*://\S+|(?P<paren>\([^()`\n]*\))"
+                   r"|\S*[/\\_=@$~<>|#+]\S*|(?<![\w-])--?[A-Za-z][\w-]*|\"[^\"\n]*\"")
 # commands and tools the translations name in prose without backticks
 _COMMANDS = frozenset("""srun sbatch salloc squeue sacct scontrol sinfo qsub qstat qdel tracejob bsub bjobs bhist
 pip conda mamba micromamba uv pixi python torchrun mpirun mpiexec apptainer singularity docker podman enroot
-module ml spack nvcc ldd""".split())
+module ml spack nvcc ldd gcc cmake git ssh scp rsync""".split())
 _WORD = re.compile(r"[^\W\d_]+(?:[-'][^\W\d_]+)*|\S")
 _SERBIAN = re.compile(r"[a-zčćđšžA-ZČĆĐŠŽ]+")
 
@@ -191,10 +191,10 @@ def to_cyrillic(text: str) -> str:
     for m in _KEEP.finditer(text):
         out.append(_translit_prose(text[pos:m.start()], start))
         kept = m.group(0)
-        if kept.startswith("(") and _mostly_serbian(kept[1:-1]):
+        if m.group("paren") and _mostly_serbian(kept[1:-1]):
             kept = "(" + to_cyrillic(kept[1:-1]) + ")"   # a Serbian aside, not a quoted English message
         out.append(kept)
-        start = False
+        start = kept.endswith((".", "!", "?", ":"))
         pos = m.end()
     out.append(_translit_prose(text[pos:], start if pos == 0 else False))
     return "".join(out)
