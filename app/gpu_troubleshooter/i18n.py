@@ -40,6 +40,7 @@ from __future__ import annotations
 import hashlib
 import re
 from dataclasses import dataclass
+from dataclasses import field as _dc_field
 from functools import lru_cache
 from pathlib import Path
 
@@ -158,13 +159,13 @@ def _translit_word(word: str) -> str:
     while i < len(word):
         two = low[i:i + 2]
         if two in ("lj", "nj", "dž"):
-            cyr = _LAT2CYR[two]
-            out.append(cyr.upper() if word[i].isupper() else cyr)
+            digraph = _LAT2CYR[two]
+            out.append(digraph.upper() if word[i].isupper() else digraph)
             i += 2
             continue
         ch = word[i]
-        cyr = _LAT2CYR.get(ch.lower())
-        out.append(ch if cyr is None else (cyr.upper() if ch.isupper() else cyr))
+        letter = _LAT2CYR.get(ch.lower())
+        out.append(ch if letter is None else (letter.upper() if ch.isupper() else letter))
         i += 1
     return "".join(out)
 
@@ -260,8 +261,8 @@ class Translated:
     causes: list
     fixes: list               # [{"title", "text", "lang"}] in the entry's fix order
     fell_back: list           # names of fields shown in another language than `lang`
-    notes: list = None        # one per fact rule: its note in the reader's language, or None (no note)
-    langs: dict = None        # field name -> the language it is shown in
+    notes: list = _dc_field(default_factory=list)   # one per fact rule: its note in the reader's language, or None
+    langs: dict = _dc_field(default_factory=dict)   # field name -> the language it is shown in
 
 
 def translate_entry(entry_data: dict, entry_path, lang: str, chain=None) -> Translated:
@@ -384,11 +385,10 @@ def negotiate(preferred, available=LANGUAGES, default="en") -> str:
             norm.append("sr_Cyrl")
             continue
         norm.append(aliases.get(base, base) if base in aliases else "_".join([base] + parts[1:]))
-    found = Locale.negotiate(norm, offered, sep="_") if norm else None
-    if not found:
+    match = Locale.negotiate(norm, offered, sep="_") if norm else None
+    if not match:
         return default
-    found = str(found)
-    return CYRILLIC if found == "sr_Cyrl" else found
+    return CYRILLIC if str(match) == "sr_Cyrl" else str(match)
 
 
 def choose_language(asked=None, environ=None, site=None) -> str:
