@@ -145,7 +145,7 @@ _LAT2CYR = {"lj": "љ", "nj": "њ", "dž": "џ", "a": "а", "b": "б", "c": "ц"
 # options (/dev/shm, --nv, sm_80), anything with a digit or a letter Serbian lacks (q w x y), and
 # names written with inner capitals (GPU, PyTorch) or capitalised inside a sentence (Docker).
 _KEEP = re.compile(r"`[^`\n]*`|\{[^{}\n]*\}|[a-z][a-z0-9+.-]*://\S+|(?P<paren>\([^()`\n]*\))"
-                   r"|\S*[/\\_=@$~<>|#+]\S*|(?<![\w-])--?[A-Za-z][\w-]*|\"[^\"\n]*\"")
+                   r"|[^\s`]*[/\\_=@$~<>|#+][^\s`]*|(?<![\w-])--?[A-Za-z][\w-]*|\"[^\"\n]*\"")
 # commands and tools the translations name in prose without backticks
 _COMMANDS = frozenset("""srun sbatch salloc squeue sacct scontrol sinfo qsub qstat qdel tracejob bsub bjobs bhist
 pip conda mamba micromamba uv pixi python torchrun mpirun mpiexec apptainer singularity docker podman enroot
