@@ -53,8 +53,11 @@ def test_site_default_lang_when_the_browser_asks_for_nothing_we_have(app, site_k
     assert f">{_titles(site_kb[0], 'hr')}</h2>" in page
     page = unescape(client.get(f"/s/{token}", headers={"Accept-Language": "en-US,en;q=0.9"}).get_data(as_text=True))
     assert f">{_titles(site_kb[0], 'en')}</h2>" in page and 'class="meta fallback"' not in page
-    # the note names the stale summary, in the reader's language
-    assert "Još nije prevedeno" in unescape(client.get(f"/s/{token}?lang=hr").get_data(as_text=True))
+    # the note names the stale summary, and the finding's headings are the catalog's, in the reader's language
+    page = unescape(client.get(f"/s/{token}?lang=hr").get_data(as_text=True))
+    assert "Još nije prevedeno" in page and "<h3>Kako popraviti</h3>" in page and "Ostala rješenja (" in page
+    page = unescape(client.get(f"/s/{token}?lang=ko").get_data(as_text=True))
+    assert "<h3>해결 방법</h3>" in page and "<h3>How to fix it</h3>" not in page
 
 
 def test_result_page_in_serbian_cyrillic_then_croatian_in_chromium(app, site_kb):
