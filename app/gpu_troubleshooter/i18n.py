@@ -145,11 +145,13 @@ _LAT2CYR = {"lj": "љ", "nj": "њ", "dž": "џ", "a": "а", "b": "б", "c": "ц"
 # options (/dev/shm, --nv, sm_80), anything with a digit or a letter Serbian lacks (q w x y), and
 # names written with inner capitals (GPU, PyTorch) or capitalised inside a sentence (Docker).
 _KEEP = re.compile(r"`[^`\n]*`|\{[^{}\n]*\}|[a-z][a-z0-9+.-]*://\S+|(?P<paren>\([^()`\n]*\))"
-                   r"|[^\s`]*[/\\_=@$~<>|#+][^\s`]*|(?<![\w-])--?[A-Za-z][\w-]*|\"[^\"\n]*\"")
+                   r"|[^\s`]*[/\\_=@$~<>|#+][^\s`]*|\w+(?:\.\w+)+|(?<![\w-])--?[A-Za-z][\w-]*|\"[^\"\n]*\"")
 # commands and tools the translations name in prose without backticks
 _COMMANDS = frozenset("""srun sbatch salloc squeue sacct scontrol sinfo qsub qstat qdel tracejob bsub bjobs bhist
 pip conda mamba micromamba uv pixi python torchrun mpirun mpiexec apptainer singularity docker podman enroot
 module ml spack nvcc ldd gcc cmake git ssh scp rsync""".split())
+# a command's subcommand stays with it: module load, pip install, conda activate
+_SUBCOMMANDS = frozenset("load unload spider purge avail list install uninstall activate create run exec pull shell".split())
 _WORD = re.compile(r"[^\W\d_]+(?:[-'][^\W\d_]+)*|\S")
 _SERBIAN = re.compile(r"[a-zčćđšžA-ZČĆĐŠŽ]+")
 
@@ -207,16 +209,22 @@ def _mostly_serbian(text: str) -> bool:
 
 
 def _translit_prose(text: str, start: bool) -> str:
-    out, pos = [], 0
+    out, pos, after_command = [], 0, False
     for m in _WORD.finditer(text):
         out.append(text[pos:m.start()])
         word = m.group(0)
         if word[0].isalpha():
             parts = re.split(r"([-'])", word)
-            out.append("".join(p if p in "-'" or _foreign(p, start) else _translit_word(p) for p in parts))
+            if after_command and word.lower() in _SUBCOMMANDS or len(parts) > 1 and _foreign(parts[0], start) and len(
+                    parts[-1]) > 3:
+                out.append(word)         # `module load`; a foreign compound (scikit-image), not job-u
+            else:
+                out.append("".join(p if p in "-'" or _foreign(p, start) else _translit_word(p) for p in parts))
+            after_command = word.lower() in _COMMANDS
             start = False
         else:
             out.append(word)
+            after_command = False
             if word in ".!?:":
                 start = True
         pos = m.end()
