@@ -240,7 +240,8 @@ def test_transliteration_is_letter_by_letter_with_digraphs():
 
 @pytest.mark.parametrize("kept", ["`pip install torch --index-url https://x/whl/cu128`", "{site.gpu_partition}",
                                   "https://pytorch.org/get-started/", "/dev/shm", "--nv", "sm_80", "CUDA_VISIBLE_DEVICES",
-                                  "GPU", "PyTorch", '"Permission denied"', "srun", "batch", "job-u", "(CUDA out of memory)"])
+                                  "GPU", "PyTorch", '"Permission denied"', "srun", "batch", "job-u", "(CUDA out of memory)",
+                                  "np.float64", "module load", "nvidia.ko"])
 def test_transliteration_never_touches_code_commands_placeholders_or_urls(kept):
     text = f"Pokrenite ovo na nodu: {kept} pa proverite Docker i izlaz."
     out = to_cyrillic(text)
