@@ -137,6 +137,11 @@ def test_full_output_headings_are_in_the_readers_language(kb, lang):
     nothing = human(diagnose_text("all good\n", kb), Style(False), lang, full=True)
     assert "no known failure" not in nothing and "Nothing in this log" not in nothing
     assert "`troubleshoot probe --json`" in nothing
+    tb = ('Traceback (most recent call last):\n  File "train.py", line 88, in step\n    x = a @ b\n'
+          "ValueError: shapes (3,4) and (5,6) not aligned\n")
+    keys = human(diagnose_text(tb, kb), Style(False), lang, full=True)
+    assert "ValueError" in keys and "train.py:88" in keys and "Python raised" not in keys and "ended the job" not in keys
+    assert "Python raised ValueError in your own code" in human(diagnose_text(tb, kb), Style(False), "en", full=True)
 
 
 # --- fields that fell back ---------------------------------------------------------

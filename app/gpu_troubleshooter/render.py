@@ -108,6 +108,13 @@ LABELS = {
            "web_against": "argues against:", "web_why": "Why this happens", "web_refs": "References",
            "web_confidence": "Confidence", "web_site": "Your site's admins must fix this, not you.",
            "web_site_send": "Send them this page (use “Send to the helpdesk” below), the job ID and the node name.",
+           "kl_raised_own": "Python raised {exc} in your own code", "kl_at": " at {frame}",
+           "kl_raised_lib": "Python raised {exc} inside {package}", "kl_called": "; your code called it at {frame}",
+           "kl_raised": "Python raised {exc}", "kl_a_library": "a library",
+           "kl_abort": "a C++ library aborted the program",
+           "kl_crash": "the process crashed (a signal, not a Python exception)",
+           "kl_launcher": "the launcher reports which rank failed first",
+           "kl_scheduler": "the scheduler's verdict on the job", "kl_error": "an error line near the end of the log",
            "fell_back": "Not yet translated, shown in {langs}: {fields}"},
     "hr": {"jobs_of": "za {scheduler} poslove", "not_this_job": "vjerojatno nije za ovaj posao",
            "who": "Tko to rješava:", "you": "vi", "site": "administratori vašeg centra (ne možete to sami popraviti)",
@@ -140,6 +147,14 @@ LABELS = {
            "web_against": "govori protiv:", "web_why": "Zašto se to događa", "web_refs": "Više o tome",
            "web_confidence": "Pouzdanost", "web_site": "Ovo moraju popraviti administratori vašeg centra, ne vi.",
            "web_site_send": "Pošaljite im ovu stranicu (gumb “Send to the helpdesk” niže), ID posla i ime čvora.",
+           "kl_raised_own": "Python je javio iznimku {exc} u vašem kodu", "kl_at": " ({frame})",
+           "kl_raised_lib": "Python je javio iznimku {exc} unutar {package}",
+           "kl_called": "; vaš kod ga je pozvao u {frame}",
+           "kl_raised": "Python je javio iznimku {exc}", "kl_a_library": "biblioteke",
+           "kl_abort": "C++ biblioteka prekinula je program",
+           "kl_crash": "proces se srušio (signal, ne Python iznimka)",
+           "kl_launcher": "pokretač javlja koji je rank prvi pao",
+           "kl_scheduler": "odluka raspoređivača o poslu", "kl_error": "redak s greškom pri kraju loga",
            "fell_back": "Još nije prevedeno, prikazano na jeziku {langs}: {fields}"},
     "sr": {"jobs_of": "za {scheduler} jobove", "not_this_job": "verovatno nije za ovaj job",
            "who": "Ko to rešava:", "you": "vi", "site": "administratori vašeg centra (ne možete sami da popravite)",
@@ -172,6 +187,14 @@ LABELS = {
            "web_against": "govori protiv:", "web_why": "Zašto se to dešava", "web_refs": "Više o tome",
            "web_confidence": "Pouzdanost", "web_site": "Ovo moraju da poprave administratori vašeg centra, ne vi.",
            "web_site_send": "Pošaljite im ovu stranicu (dugme “Send to the helpdesk” ispod), ID joba i ime noda.",
+           "kl_raised_own": "Python je prijavio izuzetak {exc} u vašem kodu", "kl_at": " ({frame})",
+           "kl_raised_lib": "Python je prijavio izuzetak {exc} unutar {package}",
+           "kl_called": "; vaš kod ga je pozvao u {frame}",
+           "kl_raised": "Python je prijavio izuzetak {exc}", "kl_a_library": "biblioteke",
+           "kl_abort": "C++ biblioteka je prekinula program",
+           "kl_crash": "proces se srušio (signal, ne Python izuzetak)",
+           "kl_launcher": "pokretač prijavljuje koji je rank prvi pao",
+           "kl_scheduler": "odluka raspoređivača o jobu", "kl_error": "linija sa greškom pri kraju loga",
            "fell_back": "Još nije prevedeno, prikazano na jeziku {langs}: {fields}"},
     "ko": {"jobs_of": "{scheduler} 작업용", "not_this_job": "이 작업에는 해당하지 않을 가능성이 높음",
            "who": "누가 고치나요:", "you": "사용자 본인", "site": "사이트 관리자 (사용자가 직접 고칠 수 없음)",
@@ -204,6 +227,14 @@ LABELS = {
            "web_against": "반대:", "web_why": "발생 원인", "web_refs": "더 읽어보기",
            "web_confidence": "신뢰도", "web_site": "사용자가 아니라 사이트 관리자가 고쳐야 합니다.",
            "web_site_send": "이 페이지(아래의 “Send to the helpdesk” 사용), 작업 ID, 노드 이름을 관리자에게 보내세요.",
+           "kl_raised_own": "사용자 코드에서 Python이 {exc}를 발생시켰습니다", "kl_at": " ({frame})",
+           "kl_raised_lib": "Python이 {package} 안에서 {exc}를 발생시켰습니다",
+           "kl_called": "; 사용자 코드가 {frame}에서 호출했습니다",
+           "kl_raised": "Python이 {exc}를 발생시켰습니다", "kl_a_library": "라이브러리",
+           "kl_abort": "C++ 라이브러리가 프로그램을 중단시켰습니다",
+           "kl_crash": "프로세스가 비정상 종료되었습니다 (Python 예외가 아니라 시그널)",
+           "kl_launcher": "런처가 가장 먼저 실패한 rank를 알려 줍니다",
+           "kl_scheduler": "작업에 대한 스케줄러의 판정", "kl_error": "로그 끝부분의 오류 줄",
            "fell_back": "아직 번역되지 않아 다른 언어({langs})로 표시: {fields}"},
 }
 
@@ -344,7 +375,7 @@ def human_full(diagnosis, style, lang="en"):
         if diagnosis.key_lines:
             lines.append("")
             lines.append(style("  " + label(lang, "ended_job"), "bold"))
-            lines += _key_lines(diagnosis.key_lines, style)
+            lines += _key_lines(diagnosis.key_lines, style, lang)
             lines.append("")
         lines.append("  " + label(lang, "nothing").format(to=_helpdesk(diagnosis.site, lang)))
         lines.append("  " + label(lang, "send_what"))
@@ -411,7 +442,7 @@ def _after_findings(diagnosis, views, style, lang="en"):
     if other_errors:
         lines.append("")
         lines.append(style(f"  {label(lang, 'other_errors')}", "bold"))
-        lines += _key_lines(other_errors, style)
+        lines += _key_lines(other_errors, style, lang)
     if diagnosis.site.get("helpdesk_url"):
         lines.append("")
         lines.append(style("  " + label(lang, "still_stuck").format(url=diagnosis.site["helpdesk_url"]), "dim"))
@@ -423,14 +454,31 @@ def _helpdesk(site, lang="en"):
     return label(lang, "to_url").format(url=url) if url else f"{site.get('helpdesk') or label(lang, 'your_helpdesk')}"
 
 
-def _key_lines(keys, style):
+def _key_lines(keys, style, lang="en"):
     """The lines that most likely ended the job (keylines.KeyLine), with what can be said of each."""
     width = len(str(max((k.line for k in keys), default=0)))
     out = []
     for k in keys:
         out.append(f"  {style(f'{k.line:>{width}}', 'dim')} | {_clip(k.text)}")
-        out.append(f"  {' ' * width}   {style(k.explanation, 'yellow')}")
+        out.append(f"  {' ' * width}   {style(key_line_explanation(k, lang), 'yellow')}")
     return out
+
+
+def key_line_explanation(k, lang="en"):
+    """keylines.KeyLine.explanation in the reader's language (English: the KeyLine's own words)."""
+    if lang == "en":
+        return k.explanation
+    if k.kind == "exception":
+        if k.origin == "your code":
+            return label(lang, "kl_raised_own").format(exc=k.exception) + (
+                label(lang, "kl_at").format(frame=k.frame) if k.frame else "")
+        if k.origin == "a library":
+            called = label(lang, "kl_called").format(frame=k.frame) if k.frame else ""
+            return label(lang, "kl_raised_lib").format(exc=k.exception,
+                                                        package=k.package or label(lang, "kl_a_library")) + called
+        return label(lang, "kl_raised").format(exc=k.exception)
+    return label(lang, {"abort": "kl_abort", "crash": "kl_crash", "launcher": "kl_launcher",
+                        "scheduler": "kl_scheduler"}.get(k.kind, "kl_error"))
 
 
 def explain(entry, site, lang="en", style=None):
