@@ -115,6 +115,7 @@ LABELS = {
            "kl_crash": "the process crashed (a signal, not a Python exception)",
            "kl_launcher": "the launcher reports which rank failed first",
            "kl_scheduler": "the scheduler's verdict on the job", "kl_error": "an error line near the end of the log",
+           "web_looks": "What it looks like in a log", "web_leads": "Often causes",
            "fell_back": "Not yet translated, shown in {langs}: {fields}"},
     "hr": {"jobs_of": "za {scheduler} poslove", "not_this_job": "vjerojatno nije za ovaj posao",
            "who": "Tko to rješava:", "you": "vi", "site": "administratori vašeg centra (ne možete to sami popraviti)",
@@ -155,6 +156,7 @@ LABELS = {
            "kl_crash": "proces se srušio (signal, ne Python iznimka)",
            "kl_launcher": "pokretač javlja koji je rank prvi pao",
            "kl_scheduler": "odluka raspoređivača o poslu", "kl_error": "redak s greškom pri kraju loga",
+           "web_looks": "Kako to izgleda u logu", "web_leads": "Često uzrokuje",
            "fell_back": "Još nije prevedeno, prikazano na jeziku {langs}: {fields}"},
     "sr": {"jobs_of": "za {scheduler} jobove", "not_this_job": "verovatno nije za ovaj job",
            "who": "Ko to rešava:", "you": "vi", "site": "administratori vašeg centra (ne možete sami da popravite)",
@@ -195,6 +197,7 @@ LABELS = {
            "kl_crash": "proces se srušio (signal, ne Python izuzetak)",
            "kl_launcher": "pokretač prijavljuje koji je rank prvi pao",
            "kl_scheduler": "odluka raspoređivača o jobu", "kl_error": "linija sa greškom pri kraju loga",
+           "web_looks": "Kako to izgleda u logu", "web_leads": "Često izaziva",
            "fell_back": "Još nije prevedeno, prikazano na jeziku {langs}: {fields}"},
     "ko": {"jobs_of": "{scheduler} 작업용", "not_this_job": "이 작업에는 해당하지 않을 가능성이 높음",
            "who": "누가 고치나요:", "you": "사용자 본인", "site": "사이트 관리자 (사용자가 직접 고칠 수 없음)",
@@ -235,6 +238,7 @@ LABELS = {
            "kl_crash": "프로세스가 비정상 종료되었습니다 (Python 예외가 아니라 시그널)",
            "kl_launcher": "런처가 가장 먼저 실패한 rank를 알려 줍니다",
            "kl_scheduler": "작업에 대한 스케줄러의 판정", "kl_error": "로그 끝부분의 오류 줄",
+           "web_looks": "로그에서 보이는 모습", "web_leads": "흔히 이어서 일어나는 오류",
            "fell_back": "아직 번역되지 않아 다른 언어({langs})로 표시: {fields}"},
 }
 

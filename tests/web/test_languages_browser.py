@@ -58,6 +58,11 @@ def test_site_default_lang_when_the_browser_asks_for_nothing_we_have(app, site_k
     assert "Još nije prevedeno" in page and "<h3>Kako popraviti</h3>" in page and "Ostala rješenja (" in page
     page = unescape(client.get(f"/s/{token}?lang=ko").get_data(as_text=True))
     assert "<h3>해결 방법</h3>" in page and "<h3>How to fix it</h3>" not in page
+    # the knowledge-base page too
+    page = unescape(client.get("/kb/cuda-oom?lang=hr").get_data(as_text=True))
+    assert "<h2>Kako popraviti</h2>" in page and "Još nije prevedeno" in page and "summary" in page
+    page = unescape(client.get("/kb/cuda-oom?lang=en").get_data(as_text=True))
+    assert "<h2>How to fix it</h2>" in page and 'class="meta fallback"' not in page
 
 
 def test_result_page_in_serbian_cyrillic_then_croatian_in_chromium(app, site_kb):
