@@ -238,6 +238,15 @@ def test_language_site_settings_are_registered_and_documented():
 
 # --- Serbian Cyrillic ------------------------------------------------------------------
 
+def test_transliteration_of_loanwords_and_asides():
+    # a foreign word keeps its letters and takes a Cyrillic case ending, as Serbian Cyrillic writes it
+    assert to_cyrillic("u Docker-u i image-i") == "у Docker-у и image-и"
+    # an aside in brackets: Serbian is transliterated, a quoted English message is not
+    assert to_cyrillic("na nodu (job nije zatražio GPU)") == "на ноду (job није затражио GPU)"
+    assert to_cyrillic("poruka (CUDA out of memory) ostaje") == "порука (CUDA out of memory) остаје"
+    assert to_cyrillic("docker compose servis") == "docker compose сервис"
+
+
 def test_transliteration_is_letter_by_letter_with_digraphs():
     assert to_cyrillic("Ljudi njihov džep, čvor, šešir, žaba, ćup, đak") == "Људи њихов џеп, чвор, шешир, жаба, ћуп, ђак"
     assert to_cyrillic("LJUBAV") == "ЉУБАВ" or to_cyrillic("LJUBAV") == "LJUBAV"  # all caps reads as a name

@@ -151,7 +151,8 @@ _COMMANDS = frozenset("""srun sbatch salloc squeue sacct scontrol sinfo qsub qst
 pip conda mamba micromamba uv pixi python torchrun mpirun mpiexec apptainer singularity docker podman enroot
 module ml spack nvcc ldd gcc cmake git ssh scp rsync""".split())
 # a command's subcommand stays with it: module load, pip install, conda activate
-_SUBCOMMANDS = frozenset("load unload spider purge avail list install uninstall activate create run exec pull shell".split())
+_SUBCOMMANDS = frozenset("load unload spider purge avail list install uninstall activate create run exec pull shell "
+                         "compose build".split())
 _WORD = re.compile(r"[^\W\d_]+(?:[-'][^\W\d_]+)*|\S")
 _SERBIAN = re.compile(r"[a-zčćđšžA-ZČĆĐŠŽ]+")
 
@@ -174,7 +175,9 @@ def _translit_word(word: str) -> str:
 
 # English spellings Serbian Latin does not use (batch, checkpoint, stack, pipeline, free) and
 # the English loanwords the seed guides keep in Latin script (job, jobovi).
-_ENGLISH = re.compile(r"ch|th|ck|ph|oo|ee|^job", re.I)
+_ENGLISH = re.compile(r"ch|th|ck|ph|oo|ee|ss|ll|tt|pp|ff|rr|mm|cc|gg|bb|^job", re.I)
+# an aside in brackets with one of these is a quoted English message, kept as it is
+_ENGLISH_WORDS = frozenset("the of an in is not for with and or at by from out was are see".split())
 
 
 def _foreign(word: str, sentence_start: bool) -> bool:
@@ -204,8 +207,8 @@ def to_cyrillic(text: str) -> str:
 
 
 def _mostly_serbian(text: str) -> bool:
-    words = [w for w in _WORD.findall(text) if w[0].isalpha()]
-    return sum(not _foreign(w, False) for w in words) * 2 > len(words)
+    words = [w.lower() for w in _WORD.findall(text) if w[0].isalpha()]
+    return not _ENGLISH_WORDS.intersection(words) and any(not _foreign(w, False) for w in words)
 
 
 def _translit_prose(text: str, start: bool) -> str:
@@ -218,6 +221,9 @@ def _translit_prose(text: str, start: bool) -> str:
             if after_command and word.lower() in _SUBCOMMANDS or len(parts) > 1 and _foreign(parts[0], start) and len(
                     parts[-1]) > 3:
                 out.append(word)         # `module load`; a foreign compound (scikit-image), not job-u
+            elif len(parts) == 3 and parts[1] == "-" and len(parts[2]) <= 3:
+                # a foreign word with a Serbian case ending (image-i, Docker-a): the word stays, the ending is Cyrillic
+                out.append(parts[0] + "-" + _translit_word(parts[2]))
             else:
                 out.append("".join(p if p in "-'" or _foreign(p, start) else _translit_word(p) for p in parts))
             after_command = word.lower() in _COMMANDS
