@@ -223,6 +223,8 @@ def test_site_default_lang_and_fallbacks_in_the_cli(tmp_path, kb):
     doc = json.loads(cli("-", "--json", "--kb", str(folder), "--lang", "bs_BA", stdin=OOM).stdout)
     f = doc["findings"][0]
     assert doc["lang"] == "bs" and f["title"] == hr_title and "title" in f["fallback_fields"]
+    out = cli("-", "--kb", str(folder), "--lang", "bs", "--color", "never", stdin=OOM).stdout
+    assert "Kako popraviti:" in out and "How to fix it" not in out     # the catalog falls back the same way
     # without the site, LANG=C stays English
     assert json.loads(cli("-", "--json", env={"LANG": "C"}, stdin=OOM).stdout)["lang"] == "en"
 

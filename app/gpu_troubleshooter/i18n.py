@@ -54,7 +54,8 @@ CYRILLIC = "sr-Cyrl"      # generated from "sr" by transliteration, never stored
 LANGUAGES = ("en", "hr", "sr", "ko", CYRILLIC)
 STORED = ("hr", "sr", "ko")   # the languages with translation files
 FALLBACK = {"en": ("en",), "hr": ("hr", "sr", "en"), "sr": ("sr", "hr", "en"), "ko": ("ko", "en"),
-            CYRILLIC: (CYRILLIC, "hr", "en")}
+            CYRILLIC: (CYRILLIC, "hr", "en"),
+            "bs": ("bs", "hr", "sr", "en")}   # Bosnian: asked for only where a site lists it in lang_fallbacks
 _PLACEHOLDER = re.compile(r"\{(?:site|value)\.[A-Za-z0-9_]+\}")
 _CODE_SPAN = re.compile(r"`[^`\n]+`")
 _FIELD_KEYS = {"src", "text"}
