@@ -311,3 +311,10 @@ def test_translation_files_are_stored_for_hr_sr_ko_only():
     names = {p.name for p in bundled_dir().rglob("i18n/*.yaml")}
     assert names <= {"hr.yaml", "sr.yaml", "ko.yaml"}
     assert translation_path("knowledge/a/b.yaml", "hr").as_posix().endswith("a/b/i18n/hr.yaml")
+
+
+def test_serbian_uses_the_serbian_guides_words():
+    """The Serbian guide says "nod" and "job"; "čvor" is the Croatian word (docs/translations.md)."""
+    croatian = [(p.parent.parent.name, line.strip()[:80]) for p in bundled_dir().rglob("i18n/sr.yaml")
+                for line in p.read_text(encoding="utf-8").splitlines() if re.search(r"\bčvor", line, re.I)]
+    assert not croatian, croatian[:5]
