@@ -13,7 +13,8 @@ WHOLE_AT_LEAST = 40
 MOST_COMMON = ["cuda-oom", "host-oom-killed", "slurm-time-limit", "disk-quota-exceeded",
                "nccl-failure", "cuda-driver-too-old", "slurm-invalid-account-partition",
                "slurm-time-limit-invalid", "lmod-module-unknown", "torch-dist-connect-timeout",
-               "torch-dataloader-worker-exited", "cuda-invalid-device-ordinal", "hf-no-internet-on-compute-node"]
+               "torch-dataloader-worker-exited", "cuda-invalid-device-ordinal", "hf-no-internet-on-compute-node",
+               "container-no-gpu", "python-module-missing", "docker-not-available-on-hpc"]
 
 
 def whole_entries():

@@ -14,6 +14,7 @@ order (nothing to hash by hand)::
       causes: [..., ...]              # one per English cause, same order
       fixes:                          # one per English fix, same order
         - [fix title, fix text]       # a fix with no English text: [fix title]
+      facts: [..., ...]               # one per English fact rule that has a `note`, same order
     sr: {...}
     ko: {...}
 
@@ -49,6 +50,11 @@ def _field(english, text):
     return {"src": source_hash(english), "text": text}
 
 
+def _notes(entry) -> list:
+    """The English notes of the entry's fact rules, in order (rules without a note skipped)."""
+    return [r["note"] for r in entry.get("facts") or () if isinstance(r, dict) and r.get("note")]
+
+
 def _en(text) -> str:
     return " ".join(str(text.get("en", "") if isinstance(text, dict) else text or "").split())
 
@@ -72,6 +78,8 @@ def draft(entry_id: str) -> str:
             has_text = source_hash(fix.get("text")) != source_hash("")
             pair = [got[0], got[1].strip()] if got else ["TODO: " + _en(fix["title"]), "TODO: " + _en(fix.get("text"))]
             d["fixes"].append(pair if has_text else pair[:1])
+        if _notes(entry):
+            d["facts"] = [cur(_by_src(f.get("facts"), n), n) for n in _notes(entry)]
         out[lang] = d
     return yaml.safe_dump(out, allow_unicode=True, sort_keys=False, width=100)
 
@@ -99,6 +107,11 @@ def build(entry: dict, draft: dict, lang: str) -> dict:
         elif len(tr) > 1 and tr[1].strip():
             raise SystemExit(f"{eid}/{lang}: fix {i + 1} has no English text to translate")
         out["fixes"].append(item)
+    notes = _notes(entry)
+    if len(d.get("facts") or []) != len(notes):
+        raise SystemExit(f"{eid}/{lang}: {len(d.get('facts') or [])} fact notes, the English has {len(notes)}")
+    if notes:
+        out["facts"] = [_field(en, tr.strip()) for en, tr in zip(notes, d["facts"])]
     return out
 
 

@@ -39,17 +39,19 @@ def _use_colour(choice, stream):
     return stream.isatty()
 
 
-def _language(asked):
+def _language(asked, site=None):
     """The language to answer in: --lang, else $TROUBLESHOOT_LANG (clusters often force
     LANG=en_US.UTF-8 in their profiles; this changes only our answers), else LC_ALL /
-    LC_MESSAGES / LANG (as gettext reads them), negotiated with Babel against the translated
-    languages; English costs no import."""
+    LC_MESSAGES / LANG (as gettext reads them), else the site's `default_lang` (_site.yaml),
+    negotiated with Babel against the translated languages (i18n.choose_language); English
+    costs no import."""
     wanted = asked or next((os.environ[k] for k in ("TROUBLESHOOT_LANG", "LC_ALL", "LC_MESSAGES", "LANG")
                             if os.environ.get(k)), "")
-    if not wanted or wanted.split("_")[0].split("-")[0].split(".")[0].lower() in ("en", "c", "posix"):
+    base = wanted.split("_")[0].split("-")[0].split(".")[0].lower()
+    if base == "en" or base in ("", "c", "posix") and not (site or {}).get("default_lang"):
         return "en"
-    from .i18n import negotiate
-    return negotiate(wanted)
+    from .i18n import choose_language
+    return choose_language(asked, os.environ, site)
 
 
 def _load_kb(extra_dirs):
@@ -93,8 +95,9 @@ def diagnose_parser():
     p.add_argument("--kb", action="append", default=[], metavar="DIR", help="extra knowledge-base folder (adds or overrides entries)")
     p.add_argument("--color", choices=("auto", "always", "never"), default="auto")
     p.add_argument("--lang", default=None, metavar="LANG",
-                   help="language of titles, causes and fixes: en, hr, sr, ko (default: from TROUBLESHOOT_LANG, then LANG/LC_MESSAGES; "
-                        "untranslated text stays English)")
+                   help="language of titles, causes and fixes: en, hr, sr, sr-Cyrl, ko (default: from TROUBLESHOOT_LANG, then "
+                        "LC_ALL/LC_MESSAGES/LANG, then the site's default_lang; untranslated text falls back to a "
+                        "sibling language, then English)")
     p.add_argument("--full", action="store_true", help="print every fix, cause and finding, not the short first screen")
     where = p.add_mutually_exclusive_group()
     where.add_argument("--facts", metavar="FILE", help="facts JSON from `troubleshoot probe --json`, to confirm or rule out findings")
@@ -120,7 +123,7 @@ def run_diagnose(argv):
     from .findings import JSON_SCHEMA_VERSION
     from .render import Style, as_json, human
     style = Style(_use_colour(args.color, sys.stdout))
-    lang = _language(args.lang)
+    lang = _language(args.lang, kb.site)
     status = EXIT_CLEAN
     files = _expand(args.files)
     for n, path in enumerate(files):
@@ -201,7 +204,8 @@ def run_explain(argv):
     p = argparse.ArgumentParser(prog="troubleshoot explain", description="Show one knowledge-base entry: causes and fixes.")
     p.add_argument("id")
     p.add_argument("--kb", action="append", default=[], metavar="DIR")
-    p.add_argument("--lang", default=None, help="en, hr, sr or ko (default: from TROUBLESHOOT_LANG, then LANG/LC_MESSAGES)")
+    p.add_argument("--lang", default=None, help="en, hr, sr, sr-Cyrl or ko (default: from TROUBLESHOOT_LANG, then LC_ALL/LC_MESSAGES/LANG, then the "
+                        "site's default_lang)")
     args = p.parse_args(argv)
     try:
         kb = _load_kb(args.kb)
@@ -216,7 +220,7 @@ def run_explain(argv):
         print(f"troubleshoot: no entry '{args.id}'.{hint} `troubleshoot kb list` lists them.", file=sys.stderr)
         return EXIT_ERROR
     from .render import Style, explain
-    print(explain(entry, kb.site, _language(args.lang), Style(_use_colour("auto", sys.stdout))))
+    print(explain(entry, kb.site, _language(args.lang, kb.site), Style(_use_colour("auto", sys.stdout))))
     return 0
 
 

@@ -427,7 +427,7 @@ OPEN_PREFIXES = ("scheduler.", "resources.cpu.flags.")
 # (documented in knowledge/_site.yaml and docs/knowledge-schema.md).
 SITE_SETTINGS = frozenset("""
 gpu_partition gpu_gres cuda_module python_module scratch_dir docs_url helpdesk helpdesk_url container_image
-torch_wheel_index torch_wheel_index_override
+torch_wheel_index torch_wheel_index_override default_lang lang_fallbacks
 """.split())
 SCHEDULER_NAMES = ("slurm", "pbs", "lsf")
 

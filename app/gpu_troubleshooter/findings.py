@@ -81,6 +81,7 @@ class Diagnosis:
         return tuple(f.view(lang=lang, site=self.site, facts=self.facts, scheduler=self.scheduler) for f in self.findings)
 
     def to_dict(self, lang="en"):
+        findings = [v.to_dict() for v in self.views(lang)]
         return {
             "schema": JSON_SCHEMA_VERSION,
             "source": self.source,
@@ -88,7 +89,9 @@ class Diagnosis:
             "bytes": self.bytes,
             "scheduler": self.scheduler,
             "lang": lang,
-            "findings": [v.to_dict() for v in self.views(lang)],
+            # the fields shown in another language than `lang` (sr <-> hr, else English), as "ID:field"
+            "fallback_fields": [f"{f['id']}:{name}" for f in findings for name in f["fallback_fields"]],
+            "findings": findings,
             "facts": self.facts,
             "key_lines": [k.to_dict() for k in self.key_lines],
             **({"warnings": list(self.context["warnings"])} if self.context.get("warnings") else {}),

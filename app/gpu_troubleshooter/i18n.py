@@ -5,7 +5,7 @@ A translation lives beside its entry, one file per language::
     knowledge/<area>/<id>/i18n/<lang>.yaml        (hr, sr = Serbian in Latin script, ko)
 
 It translates the prose a user reads (title, summary, causes, fix titles and fix
-texts), never code, commands, signatures or values. Every translated field stores
+texts, the notes of fact rules), never code, commands, signatures or values. Every translated field stores
 ``src``, a hash of the English text it was made from::
 
     title: {src: 3f2a9c0b1d4e, text: "GPU-u je ponestalo memorije (CUDA out of memory)"}
@@ -14,6 +14,8 @@ texts), never code, commands, signatures or values. Every translated field store
     fixes:
       - title: {src: ..., text: "..."}
         text: {src: ..., text: "..."}
+    facts:                      # the `note` of each fact rule that has one
+      - {src: ..., text: "..."}
 
 A field is used only while its ``src`` matches the current English text, so an
 English change marks the translation stale (``kb validate`` warns) and readers
@@ -21,9 +23,15 @@ get English until it is translated again. Causes and fixes are found by the hash
 of their English text, not by position, so reordering the English keeps them.
 
 Fallback is per field: sr -> hr -> en and hr -> sr -> en (the languages are
-mutually intelligible), ko -> en. A fix is shown wholly in one language: if its
-title or its text has no current translation in a language, the next language is
-tried for the whole fix, and finally English.
+mutually intelligible), ko -> en; a site may set its own siblings in _site.yaml
+(``lang_fallbacks: {hr: [bs, sr], sr: [hr, bs], bs: [hr, sr]}``). A fix is shown
+wholly in one language: if its title or its text has no current translation in a
+language, the next language is tried for the whole fix, and finally English.
+
+Serbian in Cyrillic script (``sr-Cyrl``; locales ``sr_RS.UTF-8@cyrillic``,
+``sr-Cyrl-RS``) is not stored: it is the Serbian Latin text transliterated letter by
+letter (``to_cyrillic``), leaving `code` spans, placeholders, URLs, paths, options
+and foreign names (GPU, PyTorch, Docker) in Latin script.
 
 Locale negotiation uses Babel, imported only when a non-English language is asked.
 """
@@ -32,20 +40,26 @@ from __future__ import annotations
 import hashlib
 import re
 from dataclasses import dataclass
+from dataclasses import field as _dc_field
 from functools import lru_cache
 from pathlib import Path
 
 import yaml
 
-__all__ = ["LANGUAGES", "FALLBACK", "source_hash", "translation_path", "load_translation", "translate_entry",
-           "localise_entry", "negotiate", "validate_translations", "Warning_"]
+__all__ = ["LANGUAGES", "FALLBACK", "CYRILLIC", "source_hash", "translation_path", "load_translation",
+           "translate_entry", "localise_entry", "negotiate", "choose_language", "fallback_chain", "to_cyrillic",
+           "validate_translations", "Warning_"]
 
-LANGUAGES = ("en", "hr", "sr", "ko")
-FALLBACK = {"en": ("en",), "hr": ("hr", "sr", "en"), "sr": ("sr", "hr", "en"), "ko": ("ko", "en")}
+CYRILLIC = "sr-Cyrl"      # generated from "sr" by transliteration, never stored
+LANGUAGES = ("en", "hr", "sr", "ko", CYRILLIC)
+STORED = ("hr", "sr", "ko")   # the languages with translation files
+FALLBACK = {"en": ("en",), "hr": ("hr", "sr", "en"), "sr": ("sr", "hr", "en"), "ko": ("ko", "en"),
+            CYRILLIC: (CYRILLIC, "hr", "en"),
+            "bs": ("bs", "hr", "sr", "en")}   # Bosnian: asked for only where a site lists it in lang_fallbacks
 _PLACEHOLDER = re.compile(r"\{(?:site|value)\.[A-Za-z0-9_]+\}")
 _CODE_SPAN = re.compile(r"`[^`\n]+`")
 _FIELD_KEYS = {"src", "text"}
-_TOP_KEYS = {"title", "summary", "causes", "fixes"}
+_TOP_KEYS = {"title", "summary", "causes", "fixes", "facts"}
 _FIX_KEYS = {"title", "text"}
 
 
@@ -121,6 +135,138 @@ def _fix_translation(fixes, fix):
     return None
 
 
+# ---------------------------------------------------------------------------
+# Serbian Cyrillic, by transliteration of the Serbian Latin text
+
+_LAT2CYR = {"lj": "љ", "nj": "њ", "dž": "џ", "a": "а", "b": "б", "c": "ц", "č": "ч", "ć": "ћ", "d": "д",
+            "đ": "ђ", "e": "е", "f": "ф", "g": "г", "h": "х", "i": "и", "j": "ј", "k": "к", "l": "л",
+            "m": "м", "n": "н", "o": "о", "p": "п", "r": "р", "s": "с", "š": "ш", "t": "т", "u": "у",
+            "v": "в", "z": "з", "ž": "ж"}
+# Never transliterated: `code`, {placeholders}, URLs, and words that are not Serbian: paths and
+# options (/dev/shm, --nv, sm_80), anything with a digit or a letter Serbian lacks (q w x y), and
+# names written with inner capitals (GPU, PyTorch) or capitalised inside a sentence (Docker).
+_KEEP = re.compile(r"`[^`\n]*`|\{[^{}\n]*\}|[a-z][a-z0-9+.-]*://\S+|(?P<paren>\([^()`\n]*\))"
+                   r"|[^\s`]*[/\\_=@$~<>|#+][^\s`]*|\w+(?:\.\w+)+|(?<![\w-])--?[A-Za-z][\w-]*|\"[^\"\n]*\"")
+# commands and tools the translations name in prose without backticks
+_COMMANDS = frozenset("""srun sbatch salloc squeue sacct scontrol sinfo qsub qstat qdel tracejob bsub bjobs bhist
+pip conda mamba micromamba uv pixi python torchrun mpirun mpiexec apptainer singularity docker podman enroot
+module ml spack nvcc ldd gcc cmake git ssh scp rsync""".split())
+# a command's subcommand stays with it: module load, pip install, conda activate
+_SUBCOMMANDS = frozenset("load unload spider purge avail list install uninstall activate create run exec pull shell "
+                         "compose build".split())
+_WORD = re.compile(r"[^\W\d_]+(?:[-'][^\W\d_]+)*|\S")
+_SERBIAN = re.compile(r"[a-zčćđšžA-ZČĆĐŠŽ]+")
+
+
+def _translit_word(word: str) -> str:
+    out, i, low = [], 0, word.lower()
+    while i < len(word):
+        two = low[i:i + 2]
+        if two in ("lj", "nj", "dž"):
+            digraph = _LAT2CYR[two]
+            out.append(digraph.upper() if word[i].isupper() else digraph)
+            i += 2
+            continue
+        ch = word[i]
+        letter = _LAT2CYR.get(ch.lower())
+        out.append(ch if letter is None else (letter.upper() if ch.isupper() else letter))
+        i += 1
+    return "".join(out)
+
+
+# English spellings Serbian Latin does not use (batch, checkpoint, stack, pipeline, free) and
+# the English loanwords the seed guides keep in Latin script (job, jobovi).
+_ENGLISH = re.compile(r"ch|th|ck|ph|oo|ee|ss|ll|tt|pp|ff|rr|mm|cc|gg|bb|^job", re.I)
+# an aside in brackets with one of these is a quoted English message, kept as it is
+_ENGLISH_WORDS = frozenset("the of an in is not for with and or at by from out was are see".split())
+
+
+def _foreign(word: str, sentence_start: bool) -> bool:
+    if not _SERBIAN.fullmatch(word) or any(c in word.lower() for c in "qwxy") or _ENGLISH.search(word):
+        return True
+    if word.lower() in _COMMANDS:
+        return True
+    if any(c.isupper() for c in word[1:]):
+        return True                      # GPU, CUDA, PyTorch, NCCL
+    return word[0].isupper() and not sentence_start   # Docker, Apptainer, Slurm inside a sentence
+
+
+def to_cyrillic(text: str) -> str:
+    """Serbian Latin -> Serbian Cyrillic, deterministically: lj/nj/dž are one letter each,
+    everything that is not Serbian prose stays as written (see _KEEP and _foreign)."""
+    out, pos, start = [], 0, True
+    for m in _KEEP.finditer(text):
+        out.append(_translit_prose(text[pos:m.start()], start))
+        kept = m.group(0)
+        if m.group("paren") and _mostly_serbian(kept[1:-1]):
+            kept = "(" + to_cyrillic(kept[1:-1]) + ")"   # a Serbian aside, not a quoted English message
+        out.append(kept)
+        start = kept.endswith((".", "!", "?", ":"))
+        pos = m.end()
+    out.append(_translit_prose(text[pos:], start if pos == 0 else False))
+    return "".join(out)
+
+
+def _mostly_serbian(text: str) -> bool:
+    words = [w.lower() for w in _WORD.findall(text) if w[0].isalpha()]
+    return not _ENGLISH_WORDS.intersection(words) and any(not _foreign(w, False) for w in words)
+
+
+def _translit_prose(text: str, start: bool) -> str:
+    out, pos, after_command = [], 0, False
+    for m in _WORD.finditer(text):
+        out.append(text[pos:m.start()])
+        word = m.group(0)
+        if word[0].isalpha():
+            parts = re.split(r"([-'])", word)
+            if after_command and word.lower() in _SUBCOMMANDS or len(parts) > 1 and _foreign(parts[0], start) and len(
+                    parts[-1]) > 3:
+                out.append(word)         # `module load`; a foreign compound (scikit-image), not job-u
+            elif len(parts) == 3 and parts[1] == "-" and len(parts[2]) <= 3:
+                # a foreign word with a Serbian case ending (image-i, Docker-a): the word stays, the ending is Cyrillic
+                out.append(parts[0] + "-" + _translit_word(parts[2]))
+            else:
+                out.append("".join(p if p in "-'" or _foreign(p, start) else _translit_word(p) for p in parts))
+            after_command = word.lower() in _COMMANDS
+            start = False
+        else:
+            out.append(word)
+            after_command = False
+            if word in ".!?:":
+                start = True
+        pos = m.end()
+    out.append(text[pos:])
+    return "".join(out)
+
+
+def fallback_chain(lang: str, site=None) -> tuple:
+    """The languages tried for one field, in order, ending in English: the language itself,
+    then its siblings (the site's `lang_fallbacks` from _site.yaml, else FALLBACK), then en.
+    sr-Cyrl is transliterated Serbian, then Serbian's own siblings (in Latin script)."""
+    if lang == "en":
+        return ("en",)
+    if lang == CYRILLIC:
+        return (CYRILLIC,) + tuple(c for c in fallback_chain("sr", site) if c != "sr")
+    configured = (site or {}).get("lang_fallbacks") if isinstance(site, dict) else None
+    siblings = configured.get(lang) if isinstance(configured, dict) else None
+    if isinstance(siblings, str):
+        siblings = siblings.replace(",", " ").split()
+    if not isinstance(siblings, (list, tuple)):
+        siblings = [c for c in FALLBACK.get(lang, (lang, "en")) if c not in (lang, "en")]
+    chain = [lang] + [str(c) for c in siblings] + ["en"]
+    return tuple(dict.fromkeys(chain))
+
+
+def _file_for(entry_path, code):
+    if code == "en":
+        return {}
+    return load_translation(entry_path, "sr" if code == CYRILLIC else code)
+
+
+def _in(code, text):
+    return to_cyrillic(text) if code == CYRILLIC and text else text
+
+
 @dataclass
 class Translated:
     """An entry's readable texts in the asked language, with the language each came from."""
@@ -130,15 +276,17 @@ class Translated:
     causes: list
     fixes: list               # [{"title", "text", "lang"}] in the entry's fix order
     fell_back: list           # names of fields shown in another language than `lang`
+    notes: list = _dc_field(default_factory=list)   # one per fact rule: its note in the reader's language, or None
+    langs: dict = _dc_field(default_factory=dict)   # field name -> the language it is shown in
 
 
-def translate_entry(entry_data: dict, entry_path, lang: str) -> Translated:
-    """The entry's title, summary, causes and fix prose in `lang`, field by field with
-    fallback (FALLBACK); never a mix of languages within one fix. Code is not touched:
-    callers keep each fix's `code` from the English entry."""
-    chain = FALLBACK.get(lang, (lang, "en") if lang != "en" else ("en",))
-    files = {code: (load_translation(entry_path, code) if code != "en" else {}) for code in chain}
-    fell = []
+def translate_entry(entry_data: dict, entry_path, lang: str, chain=None) -> Translated:
+    """The entry's title, summary, causes, fix prose and fact-rule notes in `lang`, field by
+    field with fallback (`chain`, default fallback_chain(lang)); never a mix of languages within
+    one fix. Code is not touched: callers keep each fix's `code` from the English entry."""
+    chain = tuple(chain or fallback_chain(lang))
+    files = {code: _file_for(entry_path, code) for code in chain}
+    fell, langs = [], {}
 
     def pick(name, english, getter):
         for code in chain:
@@ -148,9 +296,11 @@ def translate_entry(entry_data: dict, entry_path, lang: str) -> Translated:
             if got:
                 if code != lang:
                     fell.append(name)
-                return got
+                langs[name] = code
+                return _in(code, got)
         if lang != "en":
             fell.append(name)
+        langs[name] = "en"
         return _english(english)
 
     title = pick("title", entry_data.get("title"), lambda f: _field_text(f.get("title"), entry_data.get("title")))
@@ -166,64 +316,112 @@ def translate_entry(entry_data: dict, entry_path, lang: str) -> Translated:
                 break
             got = _fix_translation(files[code].get("fixes"), fix)
             if got:
-                chosen = (got[0], got[1], code)
+                chosen = (_in(code, got[0]), _in(code, got[1]), code)
                 break
         if chosen is None:
             chosen = (_english(fix.get("title")), _english(fix.get("text")), "en")
         if chosen[2] != lang and lang != "en":
             fell.append("fixes[%d]" % i)
+        langs["fixes[%d]" % i] = chosen[2]
         fixes.append({"title": chosen[0], "text": chosen[1], "lang": chosen[2]})
-    return Translated(lang=lang, title=title, summary=summary, causes=causes, fixes=fixes, fell_back=fell)
+    notes = []
+    for i, rule in enumerate(entry_data.get("facts") or ()):
+        note = rule.get("note") if isinstance(rule, dict) else getattr(rule, "note", None)
+        notes.append(pick("facts[%d].note" % i, note, lambda f, n=note: _by_src(f.get("facts"), n))
+                     if note else None)
+    return Translated(lang=lang, title=title, summary=summary, causes=causes, fixes=fixes, fell_back=fell,
+                      notes=notes, langs=langs)
 
 
-def localise_entry(entry, lang: str):
-    """A copy of a model.Entry whose title, summary, causes and fix texts also carry `lang`
-    (``Text.get(lang)``), chosen by translate_entry's fallback: a Serbian reader may get a
-    Croatian fix, but never a fix half in one language. English and unknown languages return
-    the entry unchanged. Code blocks are never touched."""
+def localise_entry(entry, lang: str, site=None, info=None):
+    """A copy of a model.Entry whose title, summary, causes, fix texts and fact-rule notes also
+    carry `lang` (``Text.get(lang)``), chosen by translate_entry's fallback: a Serbian reader may
+    get a Croatian fix, but never a fix half in one language. English and unknown languages
+    return the entry unchanged. Code blocks are never touched. `info`, a dict, receives the
+    Translated result (which language each field came from)."""
     import dataclasses
-    if lang == "en" or lang not in FALLBACK:
+    if lang == "en" or lang not in FALLBACK and not _site_language(lang, site):
         return entry
     data = {"title": entry.title, "summary": entry.summary, "causes": list(entry.causes),
-            "fixes": [{"title": f.title, "text": f.text} for f in entry.fixes]}
-    t = translate_entry(data, entry.path, lang)
+            "fixes": [{"title": f.title, "text": f.text} for f in entry.fixes],
+            "facts": [{"note": r.note} for r in entry.rules]}
+    t = translate_entry(data, entry.path, lang, fallback_chain(lang, site))
+    if info is not None:
+        info["translated"] = t
     fixes = tuple(dataclasses.replace(f, title=f.title.with_language(lang, tf["title"]),
                                       text=f.text.with_language(lang, tf["text"]))
                   for f, tf in zip(entry.fixes, t.fixes))
+    rules = tuple(dataclasses.replace(r, note=r.note.with_language(lang, n)) if r.note is not None and n else r
+                  for r, n in zip(entry.rules, t.notes))
     return dataclasses.replace(entry, title=entry.title.with_language(lang, t.title),
                                summary=entry.summary.with_language(lang, t.summary),
                                causes=tuple(c.with_language(lang, tc) for c, tc in zip(entry.causes, t.causes)),
-                               fixes=fixes)
+                               fixes=fixes, rules=rules)
+
+
+def _site_language(lang, site):
+    configured = (site or {}).get("lang_fallbacks") if isinstance(site, dict) else None
+    return isinstance(configured, dict) and lang in configured
 
 
 def negotiate(preferred, available=LANGUAGES, default="en") -> str:
     """The best available language for a list of preferences (``--lang``, ``LANG``-style
-    ``ko_KR.UTF-8``, or an ``Accept-Language`` header). Babel does the matching and is
-    imported only when something other than English is asked for."""
+    ``ko_KR.UTF-8``, ``sr_RS.UTF-8@cyrillic``, or an ``Accept-Language`` header). Babel does the
+    matching and is imported only when something other than English is asked for. English
+    asked is English; nothing asked, or nothing available, is `default`."""
     if isinstance(preferred, str):
         preferred = _accept_language(preferred) if "," in preferred or ";" in preferred else [preferred]
     tags = []
     for p in preferred or ():
         if not p:
             continue
-        tag = str(p).split(".")[0].split("@")[0].replace("-", "_").strip()
+        raw = str(p)
+        cyrillic = "@cyrillic" in raw.lower()
+        tag = raw.split(".")[0].split("@")[0].replace("-", "_").strip()
         if tag and tag not in ("C", "POSIX"):
+            if cyrillic and tag.lower().split("_")[0] == "sr" and "cyrl" not in tag.lower():
+                tag = "sr_Cyrl"
             tags.append(tag)
-    if not tags or all(t.lower().split("_")[0] == "en" for t in tags):
+    if not tags:
         return default
+    if all(t.lower().split("_")[0] == "en" for t in tags):
+        return "en"
     from babel import Locale  # lazily: English never needs it
     # Babel reports the available identifier that matched; sr-Latn / sr_Latn_RS fall to sr,
-    # Bosnian and Montenegrin (mutually intelligible) to hr.
-    aliases = {"bs": "hr", "cnr": "sr", "sh": "hr"}
+    # sr-Cyrl / sr_Cyrl_RS to sr_Cyrl; Bosnian and Montenegrin (mutually intelligible) to hr
+    # and sr unless the site lists them in lang_fallbacks (then they are available themselves).
+    offered = [a.replace("-", "_") for a in available]
+    aliases = {k: v for k, v in {"bs": "hr", "cnr": "sr", "sh": "hr"}.items() if k not in offered}
     norm = []
     for t in tags:
         parts = t.split("_")
         base = parts[0].lower()
-        if base == "sr" and any(p.lower() == "cyrl" for p in parts[1:]):
-            pass  # only Latin script is translated; Serbian readers read it too
-        norm.append(aliases.get(base, base))
-    found = Locale.negotiate(norm, list(available), sep="_") if norm else None
-    return str(found) if found else default
+        if base == "sr" and any(x.lower() == "cyrl" for x in parts[1:]):
+            norm.append("sr_Cyrl")
+            continue
+        norm.append(aliases.get(base, base) if base in aliases else "_".join([base] + parts[1:]))
+    match = Locale.negotiate(norm, offered, sep="_") if norm else None
+    if not match:
+        return default
+    return CYRILLIC if str(match) == "sr_Cyrl" else str(match)
+
+
+def choose_language(asked=None, environ=None, site=None) -> str:
+    """The answer language, in order: `asked` (--lang), TROUBLESHOOT_LANG, LC_ALL /
+    LC_MESSAGES / LANG (as gettext reads them; C and POSIX say nothing), then the site's
+    `default_lang`; each negotiated (Babel) against the languages there are."""
+    import os
+    env = os.environ if environ is None else environ
+    available = LANGUAGES + tuple(k for k in ((site or {}).get("lang_fallbacks") or {}) if k not in LANGUAGES) \
+        if isinstance((site or {}).get("lang_fallbacks"), dict) else LANGUAGES
+    default = str((site or {}).get("default_lang") or "en")
+    default = negotiate(default, available, "en") if default != "en" else "en"
+    # the first one set decides, as gettext reads them; C / POSIX choose no language: the site's default
+    wanted = next((w for w in (asked, env.get("TROUBLESHOOT_LANG"), env.get("LC_ALL"), env.get("LC_MESSAGES"),
+                               env.get("LANG")) if w), None)
+    if not wanted or str(wanted).split(".")[0].split("@")[0] in ("C", "POSIX"):
+        return default
+    return negotiate(wanted, available, default)
 
 
 def _accept_language(header: str):
@@ -300,8 +498,9 @@ def check_translation(entry_data: dict, path: Path) -> list:
         out.append(Warning_(str(path), line_of(needle) if needle else 1, message))
 
     lang = path.stem
-    if lang not in LANGUAGES or lang == "en":
-        warn(f"unknown language '{lang}' (translations: {', '.join(LANGUAGES[1:])})")
+    if not re.fullmatch(r"[a-z]{2,3}", lang) or lang == "en":
+        warn(f"unknown language '{lang}' (translations: {', '.join(STORED)}, or a site's own ISO 639 code; "
+             f"{CYRILLIC} is made from sr, never stored)")
     for key in data:
         if key not in _TOP_KEYS:
             warn(f"unknown field '{key}' (known: {', '.join(sorted(_TOP_KEYS))})", f"{key}:")
@@ -324,6 +523,14 @@ def check_translation(entry_data: dict, path: Path) -> list:
     for i, c in enumerate(data.get("causes") or ()):
         src = str(c.get("src")) if isinstance(c, dict) else ""
         check_field(c, causes_en.get(src, ""), f"causes[{i + 1}]", src)
+    notes_en = {source_hash(r["note"]): r["note"] for r in entry_data.get("facts") or ()
+                if isinstance(r, dict) and r.get("note")}
+    for i, n in enumerate(data.get("facts") or ()):
+        src = str(n.get("src")) if isinstance(n, dict) else ""
+        if src and src not in notes_en:
+            warn(f"facts[{i + 1}]: stale: no fact rule's note has this English text any more (src {src})", src)
+            continue
+        check_field(n, notes_en.get(src, ""), f"facts[{i + 1}].note", src)
     fixes_en = {source_hash(f.get("title")): f for f in entry_data.get("fixes") or () if isinstance(f, dict)}
     for i, fx in enumerate(data.get("fixes") or ()):
         where = f"fixes[{i + 1}]"

@@ -168,7 +168,8 @@ def load_site(folders: Iterable[Union[str, Path]]) -> tuple[dict[str, Any], list
                                                   "(e.g. gpu_partition: gpu); ignored"))
             continue
         site.update({str(k): v for k, v in (placeholders or {}).items()
-                     if isinstance(v, (str, int, float)) and not isinstance(v, bool)})
+                     if isinstance(v, (str, int, float)) and not isinstance(v, bool)
+                     or k == "lang_fallbacks" and isinstance(v, dict)})  # {lang: [sibling, ...]} (i18n.py)
     return site, problems
 
 

@@ -91,7 +91,32 @@ LABELS = {
            "subject": "Subject: {title} (job {job})",
            "hello": "Hello, my job failed with a problem on the node side that I cannot fix myself.",
            "job": "Job ID", "node": "Node", "time": "Time", "log": "Log file", "diagnosis": "Diagnosis",
-           "says": "The log says:", "ask": "Could you check the node, please?"},
+           "says": "The log says:", "ask": "Could you check the node, please?",
+           "confidence": "confidence", "no_failure": "no known failure", "scanned": "({n} lines scanned).",
+           "ended_job": "No known failure; these lines ended the job:",
+           "nothing": "Nothing in this log matches a known GPU/HPC job failure. If the job still failed, send {to}:",
+           "send_what": "the whole log, your job script, and the output of `troubleshoot probe --json` run inside a job.",
+           "to_url": "the log to {url}", "your_helpdesk": "your helpdesk", "finer": "A finer case of:",
+           "supported": "Supported by", "against": "Against it",
+           "also_full": "Also found (probably consequences or secondary):", "at_line": " at line {n}",
+           "line_short": " (line {n})", "more_findings": "... and {n} more findings: troubleshoot --full",
+           "other_errors": "Other errors near the end of the log:",
+           "still_stuck": "Still stuck, or was this wrong? Submit the log at {url}", "fact": "fact",
+           "line_n": "line {n}",
+           "web_how": "How to fix it", "web_more": "More fixes ({n})", "web_evidence": "Evidence from your log",
+           "web_values": "Values found", "web_facts": "What the probe's facts say", "web_confirms": "confirms:",
+           "web_against": "argues against:", "web_why": "Why this happens", "web_refs": "References",
+           "web_confidence": "Confidence", "web_site": "Your site's admins must fix this, not you.",
+           "web_site_send": "Send them this page (use “Send to the helpdesk” below), the job ID and the node name.",
+           "kl_raised_own": "Python raised {exc} in your own code", "kl_at": " at {frame}",
+           "kl_raised_lib": "Python raised {exc} inside {package}", "kl_called": "; your code called it at {frame}",
+           "kl_raised": "Python raised {exc}", "kl_a_library": "a library",
+           "kl_abort": "a C++ library aborted the program",
+           "kl_crash": "the process crashed (a signal, not a Python exception)",
+           "kl_launcher": "the launcher reports which rank failed first",
+           "kl_scheduler": "the scheduler's verdict on the job", "kl_error": "an error line near the end of the log",
+           "web_looks": "What it looks like in a log", "web_leads": "Often causes",
+           "fell_back": "Not yet translated, shown in {langs}: {fields}"},
     "hr": {"jobs_of": "za {scheduler} poslove", "not_this_job": "vjerojatno nije za ovaj posao",
            "who": "Tko to rješava:", "you": "vi", "site": "administratori vašeg centra (ne možete to sami popraviti)",
            "looks": "Kako to izgleda u logu:", "why_long": "Zašto se to događa:", "follows": "Često slijedi:",
@@ -105,7 +130,34 @@ LABELS = {
            "subject": "Predmet: {title} (posao {job})",
            "hello": "Pozdrav, moj posao je prekinut zbog problema na čvoru koji ne mogu sam riješiti.",
            "job": "ID posla", "node": "Čvor", "time": "Vrijeme", "log": "Log datoteka", "diagnosis": "Dijagnoza",
-           "says": "U logu piše:", "ask": "Možete li, molim vas, provjeriti čvor?"},
+           "says": "U logu piše:", "ask": "Možete li, molim vas, provjeriti čvor?",
+           "confidence": "pouzdanost", "no_failure": "nije pronađena poznata greška", "scanned": "(pregledano redaka: {n}).",
+           "ended_job": "Nema poznate greške; posao su završili ovi retci:",
+           "nothing": "Ništa u ovom logu ne odgovara poznatoj grešci GPU/HPC poslova. Ako je posao ipak pao, "
+                      "pošaljite {to}:",
+           "send_what": "cijeli log, skriptu posla i izlaz naredbe `troubleshoot probe --json` pokrenute unutar posla.",
+           "to_url": "na {url}", "your_helpdesk": "vašoj podršci", "finer": "Uži slučaj greške:",
+           "supported": "Potvrđuju", "against": "Protiv toga",
+           "also_full": "Pronađeno i (vjerojatno posljedice ili sporedno):", "at_line": " u retku {n}",
+           "line_short": " (redak {n})", "more_findings": "... i još nalaza: {n} (troubleshoot --full)",
+           "other_errors": "Ostale greške pri kraju loga:",
+           "still_stuck": "Još ne radi ili je ovo pogrešno? Pošaljite log na {url}", "fact": "podatak",
+           "line_n": "redak {n}",
+           "web_how": "Kako popraviti", "web_more": "Ostala rješenja ({n})", "web_evidence": "Retci iz vašeg loga",
+           "web_values": "Pronađene vrijednosti", "web_facts": "Što kažu podaci sonde", "web_confirms": "potvrđuje:",
+           "web_against": "govori protiv:", "web_why": "Zašto se to događa", "web_refs": "Više o tome",
+           "web_confidence": "Pouzdanost", "web_site": "Ovo moraju popraviti administratori vašeg centra, ne vi.",
+           "web_site_send": "Pošaljite im ovu stranicu (gumb “Send to the helpdesk” niže), ID posla i ime čvora.",
+           "kl_raised_own": "Python je javio iznimku {exc} u vašem kodu", "kl_at": " ({frame})",
+           "kl_raised_lib": "Python je javio iznimku {exc} unutar {package}",
+           "kl_called": "; vaš kod ga je pozvao u {frame}",
+           "kl_raised": "Python je javio iznimku {exc}", "kl_a_library": "biblioteke",
+           "kl_abort": "C++ biblioteka prekinula je program",
+           "kl_crash": "proces se srušio (signal, ne Python iznimka)",
+           "kl_launcher": "pokretač javlja koji je rank prvi pao",
+           "kl_scheduler": "odluka raspoređivača o poslu", "kl_error": "redak s greškom pri kraju loga",
+           "web_looks": "Kako to izgleda u logu", "web_leads": "Često uzrokuje",
+           "fell_back": "Još nije prevedeno, prikazano na jeziku {langs}: {fields}"},
     "sr": {"jobs_of": "za {scheduler} jobove", "not_this_job": "verovatno nije za ovaj job",
            "who": "Ko to rešava:", "you": "vi", "site": "administratori vašeg centra (ne možete sami da popravite)",
            "looks": "Kako to izgleda u logu:", "why_long": "Zašto se to dešava:", "follows": "Često sledi:",
@@ -119,7 +171,34 @@ LABELS = {
            "subject": "Naslov: {title} (job {job})",
            "hello": "Pozdrav, moj job je prekinut zbog problema na nodu koji ne mogu sam da rešim.",
            "job": "ID joba", "node": "Nod", "time": "Vreme", "log": "Log fajl", "diagnosis": "Dijagnoza",
-           "says": "U logu piše:", "ask": "Možete li, molim vas, da proverite nod?"},
+           "says": "U logu piše:", "ask": "Možete li, molim vas, da proverite nod?",
+           "confidence": "pouzdanost", "no_failure": "nije pronađena poznata greška", "scanned": "(pregledano linija: {n}).",
+           "ended_job": "Nema poznate greške; job su završile ove linije:",
+           "nothing": "Ništa u ovom logu ne odgovara poznatoj grešci GPU/HPC jobova. Ako je job ipak pao, "
+                      "pošaljite {to}:",
+           "send_what": "ceo log, skriptu joba i izlaz komande `troubleshoot probe --json` pokrenute unutar joba.",
+           "to_url": "na {url}", "your_helpdesk": "vašoj podršci", "finer": "Uži slučaj greške:",
+           "supported": "Potvrđuju", "against": "Protiv toga",
+           "also_full": "Pronađeno i (verovatno posledice ili sporedno):", "at_line": " u liniji {n}",
+           "line_short": " (linija {n})", "more_findings": "... i još nalaza: {n} (troubleshoot --full)",
+           "other_errors": "Ostale greške pri kraju loga:",
+           "still_stuck": "I dalje ne radi ili je ovo pogrešno? Pošaljite log na {url}", "fact": "podatak",
+           "line_n": "linija {n}",
+           "web_how": "Kako popraviti", "web_more": "Ostala rešenja ({n})", "web_evidence": "Linije iz vašeg loga",
+           "web_values": "Pronađene vrednosti", "web_facts": "Šta kažu podaci sonde", "web_confirms": "potvrđuje:",
+           "web_against": "govori protiv:", "web_why": "Zašto se to dešava", "web_refs": "Više o tome",
+           "web_confidence": "Pouzdanost", "web_site": "Ovo moraju da poprave administratori vašeg centra, ne vi.",
+           "web_site_send": "Pošaljite im ovu stranicu (dugme “Send to the helpdesk” ispod), ID joba i ime noda.",
+           "kl_raised_own": "Python je prijavio izuzetak {exc} u vašem kodu", "kl_at": " ({frame})",
+           "kl_raised_lib": "Python je prijavio izuzetak {exc} unutar {package}",
+           "kl_called": "; vaš kod ga je pozvao u {frame}",
+           "kl_raised": "Python je prijavio izuzetak {exc}", "kl_a_library": "biblioteke",
+           "kl_abort": "C++ biblioteka je prekinula program",
+           "kl_crash": "proces se srušio (signal, ne Python izuzetak)",
+           "kl_launcher": "pokretač prijavljuje koji je rank prvi pao",
+           "kl_scheduler": "odluka raspoređivača o jobu", "kl_error": "linija sa greškom pri kraju loga",
+           "web_looks": "Kako to izgleda u logu", "web_leads": "Često izaziva",
+           "fell_back": "Još nije prevedeno, prikazano na jeziku {langs}: {fields}"},
     "ko": {"jobs_of": "{scheduler} 작업용", "not_this_job": "이 작업에는 해당하지 않을 가능성이 높음",
            "who": "누가 고치나요:", "you": "사용자 본인", "site": "사이트 관리자 (사용자가 직접 고칠 수 없음)",
            "looks": "로그에서 보이는 모습:", "why_long": "발생 원인:", "follows": "흔히 뒤따르는 오류:",
@@ -133,12 +212,52 @@ LABELS = {
            "subject": "제목: {title} (작업 {job})",
            "hello": "안녕하세요. 제가 직접 고칠 수 없는 노드 쪽 문제로 작업이 실패했습니다.",
            "job": "작업 ID", "node": "노드", "time": "시간", "log": "로그 파일", "diagnosis": "진단",
-           "says": "로그 내용:", "ask": "노드를 확인해 주시겠습니까?"},
+           "says": "로그 내용:", "ask": "노드를 확인해 주시겠습니까?",
+           "confidence": "신뢰도", "no_failure": "알려진 오류 없음", "scanned": "({n}줄 검사함).",
+           "ended_job": "알려진 오류는 없습니다. 다음 줄에서 작업이 끝났습니다:",
+           "nothing": "이 로그에는 알려진 GPU/HPC 작업 오류와 일치하는 내용이 없습니다. 그래도 작업이 실패했다면 "
+                      "다음을 보내세요 ({to}):",
+           "send_what": "전체 로그, 작업 스크립트, 그리고 작업 안에서 실행한 `troubleshoot probe --json`의 출력.",
+           "to_url": "{url}", "your_helpdesk": "헬프데스크", "finer": "다음 오류의 세부 사례:",
+           "supported": "뒷받침하는 사실", "against": "반대되는 사실",
+           "also_full": "함께 발견됨 (대개 앞의 오류로 생긴 부수적인 오류):", "at_line": " ({n}번째 줄)",
+           "line_short": " ({n}번째 줄)", "more_findings": "... 그 밖의 발견 {n}개: troubleshoot --full",
+           "other_errors": "로그 끝부분의 다른 오류:",
+           "still_stuck": "아직 해결되지 않았거나 진단이 틀렸나요? 로그를 제출하세요: {url}", "fact": "사실",
+           "line_n": "{n}번째 줄",
+           "web_how": "해결 방법", "web_more": "다른 해결 방법 ({n}개)", "web_evidence": "로그 근거",
+           "web_values": "찾은 값", "web_facts": "프로브 사실이 말해 주는 것", "web_confirms": "뒷받침:",
+           "web_against": "반대:", "web_why": "발생 원인", "web_refs": "더 읽어보기",
+           "web_confidence": "신뢰도", "web_site": "사용자가 아니라 사이트 관리자가 고쳐야 합니다.",
+           "web_site_send": "이 페이지(아래의 “Send to the helpdesk” 사용), 작업 ID, 노드 이름을 관리자에게 보내세요.",
+           "kl_raised_own": "사용자 코드에서 Python이 {exc}를 발생시켰습니다", "kl_at": " ({frame})",
+           "kl_raised_lib": "Python이 {package} 안에서 {exc}를 발생시켰습니다",
+           "kl_called": "; 사용자 코드가 {frame}에서 호출했습니다",
+           "kl_raised": "Python이 {exc}를 발생시켰습니다", "kl_a_library": "라이브러리",
+           "kl_abort": "C++ 라이브러리가 프로그램을 중단시켰습니다",
+           "kl_crash": "프로세스가 비정상 종료되었습니다 (Python 예외가 아니라 시그널)",
+           "kl_launcher": "런처가 가장 먼저 실패한 rank를 알려 줍니다",
+           "kl_scheduler": "작업에 대한 스케줄러의 판정", "kl_error": "로그 끝부분의 오류 줄",
+           "web_looks": "로그에서 보이는 모습", "web_leads": "흔히 이어서 일어나는 오류",
+           "fell_back": "아직 번역되지 않아 다른 언어({langs})로 표시: {fields}"},
 }
 
 
-def label(lang, key):
-    return LABELS.get(lang, LABELS["en"]).get(key) or LABELS["en"][key]
+LANG_NAMES = {"en": "English", "hr": "hrvatski", "sr": "srpski", "ko": "한국어", "sr-Cyrl": "српски"}
+
+
+def label(lang, key, site=None):
+    """One string of the message catalog in `lang`, along the same fallback chain as the entries
+    (i18n.fallback_chain: sr <-> hr, a site's lang_fallbacks, then English); sr-Cyrl is the
+    Serbian string transliterated (i18n.to_cyrillic: `code` and {placeholders} stay)."""
+    if lang == "en" or not lang:
+        return LABELS["en"][key]
+    from .i18n import CYRILLIC, fallback_chain, to_cyrillic
+    for code in fallback_chain(lang, site):
+        found = LABELS.get("sr" if code == CYRILLIC else code, {}).get(key)
+        if found:
+            return to_cyrillic(found) if code == CYRILLIC else found
+    return LABELS["en"][key]
 
 
 SHORT_FIXES = 3
@@ -175,7 +294,8 @@ def helpdesk_message(view, diagnosis, lang="en"):
     job = pick("job_id", "jobid", "scheduler.job_id")
     node = pick("node", "hostname", "host", "host.name", "node.name")
     when = pick("time", "timestamp", "date")
-    evidence = "\n".join(f"  line {e.line}: {e.text}" if e.line else f"  {e.text}" for e in view.evidence[:5])
+    evidence = "\n".join(f"  {label(lang, 'line_n').format(n=e.line)}: {e.text}" if e.line else f"  {e.text}"
+                         for e in view.evidence[:5])
     return "\n".join([
         label(lang, "subject").format(title=view.title, job=job), "",
         label(lang, "hello"),
@@ -186,7 +306,8 @@ def helpdesk_message(view, diagnosis, lang="en"):
 
 def site_fix(view, diagnosis, lang="en"):
     from .view import FixView
-    title = label(lang, "send").format(to=_helpdesk(diagnosis.site))
+    site = diagnosis.site or {}
+    title = label(lang, "send").format(to=site.get("helpdesk_url") or site.get("helpdesk") or label(lang, "your_helpdesk"))
     return FixView(title=title, text="", code=None, held=True, scheduler=None), helpdesk_message(view, diagnosis, lang)
 
 
@@ -208,7 +329,7 @@ def human(diagnosis, style, lang="en", full=False, width=None):
     width = width or _terminal_width()
     top, *others = diagnosis.views(lang)
     lines = []
-    tag = style(f"[{top.id}, confidence {top.confidence:.0%}]", "dim")
+    tag = style(f"[{top.id}, {label(lang, 'confidence')} {top.confidence:.0%}]", "dim")
     lines.append(f"{style(diagnosis.source, 'bold')}: {style(top.title, 'red', 'bold')}  {tag}")
     who = label(lang, "site") if top.actor == "site" else label(lang, "you")
     lines.append(f"  {style(label(lang, 'who'), 'bold')} {style(who, 'yellow', 'bold') if top.actor == 'site' else who}")
@@ -232,7 +353,7 @@ def human(diagnosis, style, lang="en", full=False, width=None):
     num = len(str(max((e.line for e in top.evidence), default=0)))
     room = max(width - num - 5, 20)
     for e in top.evidence:
-        where = f"{e.line:>{num}}" if e.line else "fact".rjust(num)
+        where = f"{e.line:>{num}}" if e.line else label(lang, "fact").rjust(num)
         lines.append(f"  {style(where, 'dim')} | {_clip(e.text, room, e.span)}")
     more = len(top.fixes) - len(fixes)
     lines.append("")
@@ -240,11 +361,12 @@ def human(diagnosis, style, lang="en", full=False, width=None):
         lines.append(style("  " + label(lang, "more" if more != 1 else "one_more").format(n=more, id=top.id), "dim"))
     for v in others[:3]:
         first = v.evidence[0] if v.evidence else None
-        where = f" (line {first.line})" if first and first.line else ""
+        where = label(lang, "line_short").format(n=first.line) if first and first.line else ""
         lines.append(f"  {label(lang, 'also')} {v.title}{where}  (troubleshoot explain {v.id})")
     if len(others) > 3:
-        lines.append(style(f"  ... and {len(others) - 3} more findings: troubleshoot --full", "dim"))
-    lines += _after_findings(diagnosis, [top, *others], style)
+        lines.append(style("  " + label(lang, "more_findings").format(n=len(others) - 3), "dim"))
+    lines += _fell_back(top, style, lang)
+    lines += _after_findings(diagnosis, [top, *others], style, lang)
     return "\n".join(lines).rstrip("\n")
 
 
@@ -252,58 +374,70 @@ def human_full(diagnosis, style, lang="en"):
     """The fix first, then the evidence with line numbers."""
     lines = []
     if not diagnosis.findings:
-        lines.append(f"{style(diagnosis.source, 'bold')}: {style('no known failure', 'green')} "
-                     f"({diagnosis.lines} lines scanned).")
+        lines.append(f"{style(diagnosis.source, 'bold')}: {style(label(lang, 'no_failure'), 'green')} "
+                     + label(lang, "scanned").format(n=diagnosis.lines))
         if diagnosis.key_lines:
             lines.append("")
-            lines.append(style("  No known failure; these lines ended the job:", "bold"))
-            lines += _key_lines(diagnosis.key_lines, style)
+            lines.append(style("  " + label(lang, "ended_job"), "bold"))
+            lines += _key_lines(diagnosis.key_lines, style, lang)
             lines.append("")
-        lines.append("  Nothing in this log matches a known GPU/HPC job failure. If the job still failed, send "
-                     + _helpdesk(diagnosis.site) + ":")
-        lines.append("  the whole log, your job script, and the output of `troubleshoot probe --json` run inside a job.")
+        lines.append("  " + label(lang, "nothing").format(to=_helpdesk(diagnosis.site, lang)))
+        lines.append("  " + label(lang, "send_what"))
         return "\n".join(lines)
     views = diagnosis.views(lang)
     top, *others = views
-    tag = style(f"[{top.id}, confidence {top.confidence:.0%}]", "dim")
+    tag = style(f"[{top.id}, {label(lang, 'confidence')} {top.confidence:.0%}]", "dim")
     lines.append(f"{style(diagnosis.source, 'bold')}: {style(top.title, 'red', 'bold')}  {tag}")
     lines.append(f"  {top.summary}")
     if top.refines:
-        lines.append(style(f"  A finer case of: {', '.join(top.refines)}", "dim"))
+        lines.append(style(f"  {label(lang, 'finer')} {', '.join(top.refines)}", "dim"))
     if who_acts(top, lang):
         lines.append("  " + style(who_acts(top, lang), "yellow", "bold"))
     if top.values:
-        lines.append("  Found: " + ", ".join(f"{k} = {v}" for k, v in top.shown_values or top.values))
+        lines.append(f"  {label(lang, 'found')} " + ", ".join(f"{k} = {v}" for k, v in top.shown_values or top.values))
     lines.append("")
-    lines.append(style("  How to fix it:", "bold"))
+    lines.append(style(f"  {label(lang, 'how')}", "bold"))
     lines += render_fixes(top.fixes, style, "  ", lang=lang)
     if top.causes:
         lines.append("")
-        lines.append(style("  Why this happens:", "bold"))
+        lines.append(style(f"  {label(lang, 'why_long')}", "bold"))
         held = top.causes_held or (None,) * len(top.causes)
         lines += [f"  - {c}" + (style(f"  ({label(lang, 'not_this_job')})", "dim") if h is False else "")
                   for c, h in zip(top.causes, held)]
     lines.append("")
-    lines.append(style("  Evidence:", "bold"))
+    lines.append(style(f"  {label(lang, 'evidence')}", "bold"))
     width = len(str(max((e.line for e in top.evidence), default=0)))
     for e in top.evidence:
-        where = f"{e.line:>{width}}" if e.line else "fact".rjust(width)
+        where = f"{e.line:>{width}}" if e.line else label(lang, "fact").rjust(width)
         lines.append(f"  {style(where, 'dim')} | {_clip(e.text)}")
-    for heading, items in (("Supported by", top.confirmed_by), ("Against it", top.ruled_out_by)):
+    for heading, items in ((label(lang, "supported"), top.confirmed_by), (label(lang, "against"), top.ruled_out_by)):
         if items:
             lines.append(f"  {heading}: " + "; ".join(items))
     if others:
         lines.append("")
-        lines.append(style("  Also found (probably consequences or secondary):", "bold"))
+        lines.append(style(f"  {label(lang, 'also_full')}", "bold"))
         for v in others:
             first = v.evidence[0] if v.evidence else None
-            where = f" at line {first.line}" if first and first.line else ""
+            where = label(lang, "at_line").format(n=first.line) if first and first.line else ""
             lines.append(f"  - {v.title} [{v.id}, {v.confidence:.0%}]{where}  (troubleshoot explain {v.id})")
-    lines += _after_findings(diagnosis, views, style)
+    lines += _fell_back(top, style, lang)
+    lines += _after_findings(diagnosis, views, style, lang)
     return "\n".join(lines)
 
 
-def _after_findings(diagnosis, views, style):
+def _fell_back(view, style, lang):
+    """One dim line naming the fields of the top finding shown in another language (untranslated
+    yet, or stale since the English changed); the JSON lists them as `fallback_fields`."""
+    if lang == "en" or not view.fallback_fields:
+        return []
+    from .i18n import fallback_chain
+    langs = [c for c in fallback_chain(lang) if c != lang]
+    names = ", ".join(LANG_NAMES.get(c, c) for c in langs)
+    return ["", style("  " + label(lang, "fell_back").format(langs=names, fields=", ".join(view.fallback_fields)),
+                      "dim")]
+
+
+def _after_findings(diagnosis, views, style, lang="en"):
     """Below the findings, in the short and the full output alike: the key lines
     no finding shows (other errors), and where to ask for help when the site says."""
     shown = {e.line for v in views for e in v.evidence}
@@ -311,27 +445,44 @@ def _after_findings(diagnosis, views, style):
     lines = []
     if other_errors:
         lines.append("")
-        lines.append(style("  Other errors near the end of the log:", "bold"))
-        lines += _key_lines(other_errors, style)
+        lines.append(style(f"  {label(lang, 'other_errors')}", "bold"))
+        lines += _key_lines(other_errors, style, lang)
     if diagnosis.site.get("helpdesk_url"):
         lines.append("")
-        lines.append(style(f"  Still stuck, or was this wrong? Submit the log at {diagnosis.site['helpdesk_url']}", "dim"))
+        lines.append(style("  " + label(lang, "still_stuck").format(url=diagnosis.site["helpdesk_url"]), "dim"))
     return lines
 
 
-def _helpdesk(site):
+def _helpdesk(site, lang="en"):
     url = site.get("helpdesk_url")
-    return f"the log to {url}" if url else f"{site.get('helpdesk', 'your helpdesk')}"
+    return label(lang, "to_url").format(url=url) if url else f"{site.get('helpdesk') or label(lang, 'your_helpdesk')}"
 
 
-def _key_lines(keys, style):
+def _key_lines(keys, style, lang="en"):
     """The lines that most likely ended the job (keylines.KeyLine), with what can be said of each."""
     width = len(str(max((k.line for k in keys), default=0)))
     out = []
     for k in keys:
         out.append(f"  {style(f'{k.line:>{width}}', 'dim')} | {_clip(k.text)}")
-        out.append(f"  {' ' * width}   {style(k.explanation, 'yellow')}")
+        out.append(f"  {' ' * width}   {style(key_line_explanation(k, lang), 'yellow')}")
     return out
+
+
+def key_line_explanation(k, lang="en"):
+    """keylines.KeyLine.explanation in the reader's language (English: the KeyLine's own words)."""
+    if lang == "en":
+        return k.explanation
+    if k.kind == "exception":
+        if k.origin == "your code":
+            return label(lang, "kl_raised_own").format(exc=k.exception) + (
+                label(lang, "kl_at").format(frame=k.frame) if k.frame else "")
+        if k.origin == "a library":
+            called = label(lang, "kl_called").format(frame=k.frame) if k.frame else ""
+            return label(lang, "kl_raised_lib").format(exc=k.exception,
+                                                        package=k.package or label(lang, "kl_a_library")) + called
+        return label(lang, "kl_raised").format(exc=k.exception)
+    return label(lang, {"abort": "kl_abort", "crash": "kl_crash", "launcher": "kl_launcher",
+                        "scheduler": "kl_scheduler"}.get(k.kind, "kl_error"))
 
 
 def explain(entry, site, lang="en", style=None):
@@ -340,7 +491,7 @@ def explain(entry, site, lang="en", style=None):
     view = entry_view(entry, lang, site)
     out = [style(f"{view.id}: {view.title}", "bold"), "", view.summary]
     if view.refines:
-        out.append(style(f"A finer case of: {', '.join(view.refines)}", "dim"))
+        out.append(style(f"{label(lang, 'finer')} {', '.join(view.refines)}", "dim"))
     if who_acts(view, lang):
         out.append(style(who_acts(view, lang), "yellow", "bold"))
     out += ["", style(label(lang, "looks"), "bold")]

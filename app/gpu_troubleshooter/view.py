@@ -81,6 +81,8 @@ class FindingView:
     leads_to: tuple[str, ...]
     causes_held: tuple[Optional[bool], ...] = ()   # beside `causes`: its condition holds / does not / none or unknown
     shown_values: tuple[tuple[str, str], ...] = ()  # `values` as a person reads them (durations as HH:MM:SS)
+    lang: str = "en"              # the language asked for
+    fallback_fields: tuple[str, ...] = ()  # fields shown in another language (JSON names: "fixes[2]")
 
     @property
     def likely_causes(self) -> tuple[str, ...]:
@@ -105,6 +107,7 @@ class FindingView:
             "fixes": [f.to_dict() for f in self.fixes],
             "references": [{"title": t, "url": u} for t, u in self.references],
             "facts": {"confirmed_by": list(self.confirmed_by), "ruled_out_by": list(self.ruled_out_by)},
+            "fallback_fields": list(self.fallback_fields),
         }
 
 
@@ -154,17 +157,32 @@ def entry_view(entry: Entry, lang: str = "en", site: Optional[Mapping[str, Any]]
     """The view of one entry; with no log, `values` and `evidence` are empty."""
     site = site_settings(site or {})
     raw_values, values = values, shown_values(entry, values)
+    info: dict[str, Any] = {}
+    english = entry
     if lang != "en":
         from .i18n import localise_entry  # only for a translated language: English never loads it
-        entry = localise_entry(entry, lang)
+        entry = localise_entry(entry, lang, site, info)
+    chosen = choose_fixes(entry, raw_values, facts, scheduler, site)
     fixes = tuple(
         FixView(title=_fill(fix.title, lang, site, values),
                 text=_fill(fix.text, lang, site, values).strip(),
                 code=CodeView(fix.code.lang, _fill(fix.code.text, lang, site, values).rstrip("\n"))
                 if fix.code is not None else None,
                 held=held, scheduler=fix.scheduler)
-        for fix, held in choose_fixes(entry, raw_values, facts, scheduler, site))
+        for fix, held in chosen)
     causes = choose_causes(entry, raw_values, facts, scheduler, site)
+    fallback: list[str] = []
+    t = info.get("translated")
+    if t is not None:
+        langs = t.langs
+        fallback += [k for k in ("title", "summary") if langs.get(k) != lang]
+        fix_at = {id(f): i for i, f in enumerate(entry.fixes)}
+        cause_at = {id(c): i for i, c in enumerate(entry.causes)}
+        fallback += [f"causes[{j}]" for j, (c, _) in enumerate(causes) if langs.get(f"causes[{cause_at.get(id(c))}]") != lang]
+        fallback += [f"fixes[{j}]" for j, (f, _) in enumerate(chosen) if langs.get(f"fixes[{fix_at.get(id(f))}]") != lang]
+        confirmed_by, ruled_out_by = (
+            _notes_in(items, english, t, lang, name, fallback)
+            for items, name in ((confirmed_by, "facts.confirmed_by"), (ruled_out_by, "facts.ruled_out_by")))
     return FindingView(
         id=entry.id,
         title=entry.title.get(lang),
@@ -179,11 +197,30 @@ def entry_view(entry: Entry, lang: str = "en", site: Optional[Mapping[str, Any]]
         evidence=tuple(EvidenceView(e.line, e.text, e.span or (_span(entry, e.text) if len(e.text) > 80 else None)) for e in evidence),
         values=tuple(raw_values.items()),
         shown_values=tuple(values.items()),
+        lang=lang,
+        fallback_fields=tuple(fallback),
         confirmed_by=confirmed_by,
         ruled_out_by=ruled_out_by,
         references=tuple((r.title.get(lang), r.url) for r in entry.references),
         leads_to=entry.leads_to,
     )
+
+
+def _notes_in(items: tuple[str, ...], entry: Entry, t: Any, lang: str, name: str,
+              fallback: list[str]) -> tuple[str, ...]:
+    """The facts' lines (`path = value, ... (note)`, facts.apply_fact_rules) with each rule's
+    note in the reader's language; a note shown in another language is a fallback field."""
+    out = []
+    for j, item in enumerate(items):
+        for i, rule in enumerate(entry.rules):
+            note = rule.note.get("en") if rule.note is not None else ""
+            if note and item.endswith(f"({note})") and i < len(t.notes) and t.notes[i]:
+                item = item[:-len(note) - 2] + f"({t.notes[i]})"
+                if t.langs.get(f"facts[{i}].note") != lang:
+                    fallback.append(f"{name}[{j}]")
+                break
+        out.append(item)
+    return tuple(out)
 
 
 def finding_view(finding: Any, kb: Any = None, lang: str = "en", site: Optional[Mapping[str, Any]] = None,

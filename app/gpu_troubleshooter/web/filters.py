@@ -31,26 +31,58 @@ def percent(x):
 
 
 LANG_COOKIE = "lang"
-LANG_NAMES = (("en", "English"), ("hr", "Hrvatski"), ("sr", "Srpski"), ("ko", "한국어"))
+LANG_NAMES = (("en", "English"), ("hr", "Hrvatski"), ("sr", "Srpski"), ("sr-Cyrl", "Српски"), ("ko", "한국어"))
 
 
 def ui_lang():
     """The reader's language: ?lang= (then kept in a cookie), else the cookie, else Accept-Language
-    negotiated with Babel (i18n.negotiate); English when none of hr/sr/ko fits."""
+    negotiated with Babel (i18n.negotiate), else the site's `default_lang` (_site.yaml); English
+    when none of them chooses a language there is."""
     from flask import g, request
 
     from ..i18n import LANGUAGES, negotiate
     if "ui_lang" not in g:
+        site = _site()
+        known = LANGUAGES + tuple(k for k in (site.get("lang_fallbacks") or {}) if k not in LANGUAGES) \
+            if isinstance(site.get("lang_fallbacks"), dict) else LANGUAGES
+        default = negotiate(str(site.get("default_lang") or "en"), known, "en")
         asked = request.args.get("lang", "")
-        if asked in LANGUAGES:
+        if asked in known:
             g.ui_lang_set = asked
             g.ui_lang = asked
-        elif request.cookies.get(LANG_COOKIE) in LANGUAGES:
+        elif request.cookies.get(LANG_COOKIE) in known:
             g.ui_lang = request.cookies[LANG_COOKIE]
         else:
-            g.ui_lang = negotiate(request.headers.get("Accept-Language", "")) if request.headers.get(
-                "Accept-Language") else "en"
+            header = request.headers.get("Accept-Language", "")
+            g.ui_lang = negotiate(header, known, default) if header else default
     return g.ui_lang
+
+
+def _site():
+    try:
+        from .service import knowledge_base
+        return getattr(knowledge_base(), "site", {}) or {}
+    except Exception:  # no knowledge base configured (a bare test app): no site settings
+        return {}
+
+
+def msg(key, **fields):
+    """One string of the message catalog (render.LABELS) in the reader's language."""
+    from ..render import label
+    text = label(ui_lang(), key, _site())
+    return text.format(**fields) if fields else text
+
+
+def fallback_note(f):
+    """The line naming a finding's fields shown in another language, or '' (English, or all translated)."""
+    lang = ui_lang()
+    fields = f.get("fallback_fields") if isinstance(f, dict) else None
+    if lang == "en" or not fields:
+        return ""
+    from ..i18n import fallback_chain
+    from ..render import LANG_NAMES
+    names = ", ".join(LANG_NAMES.get(c, c) for c in fallback_chain(lang, _site()) if c != lang)
+    return msg("fell_back", langs=names, fields=", ".join(fields))
 
 
 def lang_url(lang):
@@ -90,9 +122,12 @@ def localise_diagnosis(d):
             continue
         values = {k: str(v) for k, v in (f.get("values") or {}).items() if v is not None}
         v = entry_view(entry, lang, site, values, d.get("facts"), d.get("scheduler")).to_dict()
+        same = len(v["fixes"]) == len(f.get("fixes") or ())
+        fell = v["fallback_fields"] if same else [x for x in v["fallback_fields"] if not x.startswith("fixes[")] + [
+            f"fixes[{i}]" for i in range(len(f.get("fixes") or ()))]
         findings.append({**f, "title": v["title"], "summary": v["summary"], "causes": v["causes"],
-                         "fixes": v["fixes"] if len(v["fixes"]) == len(f.get("fixes") or ()) else f.get("fixes"),
-                         "references": v["references"]})
+                         "fixes": v["fixes"] if same else f.get("fixes"),
+                         "references": v["references"], "fallback_fields": fell})
     return {**d, "findings": findings, "lang": lang}
 
 
@@ -121,7 +156,8 @@ def init_app(app):
     app.jinja_env.filters.update(t=_text, bytes=human_bytes, when=when, percent=percent,
                                  status_label=lambda s: STATUS_LABELS.get(s, s),
                                  localise=localise_diagnosis, localise_entry=localise_entry)
-    app.jinja_env.globals.update(ui_lang=ui_lang, lang_url=lang_url, lang_names=LANG_NAMES, short_fixes=short_fixes)
+    app.jinja_env.globals.update(ui_lang=ui_lang, lang_url=lang_url, lang_names=LANG_NAMES, short_fixes=short_fixes,
+                                 msg=msg, fallback_note=fallback_note)
     app.after_request(_remember_lang)
     from .auth import current_staff
     app.jinja_env.globals.update(current_staff=current_staff, status_labels=STATUS_LABELS)

@@ -33,12 +33,15 @@ SCHEMAS = {
             "title": {"type": "string"}, "text": {"type": "string"},
             "code": {"type": ["object", "null"], "properties": {"lang": {"type": "string"}, "text": {"type": "string"}}}}}},
         "references": {"type": "array", "items": {"type": "object"}},
-        "facts": {"type": ["object", "null"]}}},
+        "facts": {"type": ["object", "null"]},
+        "fallback_fields": {"type": "array", "items": {"type": "string"},
+                            "description": "fields shown in another language than `lang` (untranslated or stale)"}}},
     "Diagnosis": {"type": "object", "required": ["schema", "findings"], "properties": {
         "schema": {"const": 1}, "source": {"type": ["string", "null"]},
         "lines": {"type": "integer"}, "bytes": {"type": "integer"},
         "findings": {"type": "array", "items": {"$ref": "#/components/schemas/Finding"}},
         "scheduler": {"type": ["string", "null"]},
+        "lang": {"type": "string"}, "fallback_fields": {"type": "array", "items": {"type": "string"}},
         "key_lines": {"type": "array", "description": "the lines that most likely ended the job (when no entry knows it, and other errors)",
                       "items": {"type": "object", "required": ["line", "text", "kind"], "properties": {
                           "line": {"type": "integer"}, "text": {"type": "string"}, "kind": {"type": "string"},
