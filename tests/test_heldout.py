@@ -65,15 +65,35 @@ def test_every_case_is_complete(manifest, cases):
 
 
 def test_batches_are_recorded(manifest, cases):
-    """Batch 2 was collected after batch 1 had been seen: its cases and queries say so."""
+    """Batches 2 and 3 were collected after batch 1 had been seen: their cases and queries say so."""
     queries = {q["id"]: q for q in manifest["queries"]}
     for c in cases:
         batch = c.get("batch", 1)
-        assert batch in (1, 2), f"{c['file']}: batch {batch!r}"
+        assert batch in (1, 2, 3), f"{c['file']}: batch {batch!r}"
         assert queries[c["query"]].get("batch", 1) == batch, f"{c['file']}: query {c['query']} is not a batch-{batch} query"
     for qid, q in queries.items():
-        if q.get("batch", 1) == 2:
-            assert qid in manifest["skipped"], f"batch-2 query {qid}: record what was kept and skipped"
+        if q.get("batch", 1) >= 2:
+            assert qid in manifest["skipped"], f"batch-{q['batch']} query {qid}: record what was kept and skipped"
+
+
+def test_later_batches_use_new_queries(manifest):
+    """A fresh batch is sampled with queries of its own: no query text of an earlier batch is reused."""
+    seen: dict[str, str] = {}
+    for q in sorted(manifest["queries"], key=lambda q: q.get("batch", 1)):
+        text = " ".join(q["text"].lower().split())
+        assert text not in seen, f"query {q['id']} repeats {seen[text]}: {q['text']!r}"
+        seen[text] = q["id"]
+
+
+def test_batch3_is_measurable(cases):
+    """Batch 3 is the fresh estimate after batch 1 became a dev set: enough failures, some clean logs."""
+    b3 = [c for c in cases if c.get("batch", 1) == 3]
+    failures = [c for c in b3 if c["file"].startswith("logs/failure/")]
+    clean = [c for c in b3 if c["file"].startswith("logs/clean/")]
+    assert len(failures) >= 60, f"batch 3 has {len(failures)} failure logs"
+    assert clean, "batch 3 has no clean log"
+    assert all(c["label"] == "none" for c in clean)
+    assert all(c["label"] != "none" for c in failures)
 
 
 def test_files_exist_are_unique_and_in_the_right_folder(cases):
