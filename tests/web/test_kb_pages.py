@@ -31,7 +31,8 @@ def test_typo_search_in_the_bundled_kb_is_focused():
     entries = kbview.all_entries(load_knowledge_base())
     ids = [d["id"] for _, d in kbview.search(entries, "cuda out of memmory")]
     assert ids[0] == "cuda-oom"
-    assert len(ids) <= 4, ids
+    # the out-of-memory family only (CUDA, HIP, host, JAX, TF): no tail of unrelated entries
+    assert len(ids) <= 5, ids
     assert not any(i.startswith(("nccl", "device-side")) for i in ids), ids
     # a query that matches nothing well still finds nothing
     assert kbview.search(entries, "zzqx wobble") == []
