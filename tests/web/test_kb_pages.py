@@ -32,9 +32,10 @@ def test_typo_search_in_the_bundled_kb_is_focused():
     entries = kbview.all_entries(kb)
     ids = [d["id"] for _, d in kbview.search(entries, "cuda out of memmory")]
     assert ids[0] == "cuda-oom"
-    # finer CUDA-OOM classes (refines: cuda-oom, e.g. vllm-sampler-warmup-oom) are on topic, not a tail
+    # the out-of-memory family only (CUDA, HIP, host, JAX, TF): no tail of unrelated entries;
+    # finer CUDA-OOM classes (refines: cuda-oom, e.g. vllm-sampler-warmup-oom) are on topic too
     finer = {e.id for e in kb.entries if e.refines == "cuda-oom"}
-    assert len([i for i in ids if i not in finer]) <= 4, ids
+    assert len([i for i in ids if i not in finer]) <= 5, ids
     assert not any(i.startswith(("nccl", "device-side")) for i in ids), ids
     # a query that matches nothing well still finds nothing
     assert kbview.search(entries, "zzqx wobble") == []
