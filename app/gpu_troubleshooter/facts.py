@@ -429,7 +429,7 @@ SITE_SETTINGS = frozenset("""
 gpu_partition gpu_gres cuda_module python_module scratch_dir docs_url helpdesk helpdesk_url container_image
 torch_wheel_index torch_wheel_index_override
 """.split())
-SCHEDULER_NAMES = ("slurm", "pbs", "lsf")
+SCHEDULER_NAMES = ("slurm", "pbs", "lsf", "flux", "condor", "kubernetes")
 
 
 def known_path(path, values=None):
