@@ -31,7 +31,7 @@ SCHEDULER_MARKERS = (
     ("slurm", r"slurmstepd(?:-[\w.-]+)?: |srun: error|SLURM_JOB_ID"),
     ("pbs", r"=>> PBS: |PBS: job killed|PBS_JOBID"),
     ("lsf", r"TERM_[A-Z_]+: |Sender: LSF System"),
-    ("flux", r"flux-shell\[\d+\]: |flux-job: |job\.exception type="),
+    ("flux", r"flux-shell\[\d+\]: |flux-job: |job\.exception type=|flux job info "),
     ("condor", r"Error from slot\S*@|Job was held\.|condor_q "),
     ("kubernetes", r"Reason:\s+OOMKilled|Insufficient nvidia\.com/gpu|kubectl "),
 )
