@@ -1402,7 +1402,8 @@ def render(facts, color=False):
     colors = {"pass": "32", "fail": "31;1", "unknown": "33"}
     s = facts["scheduler"]
     host = facts["host"].get("hostname") if isinstance(facts["host"], dict) else None
-    job = ("%s job %s" % ({"pbs": "PBS", "lsf": "LSF"}.get(s["kind"], s["kind"].capitalize()), s["job_id"]) + (", partition %s" % s["partition"] if s["partition"] else "")
+    kind = {"pbs": "PBS", "lsf": "LSF"}.get(s["kind"], str(s["kind"] or "").capitalize())
+    job = ("%s job %s" % (kind, s["job_id"]) + (", partition %s" % s["partition"] if s["partition"] else "")
            if s["in_job"] else "not in a batch job")
     lines = ["GPU node probe: %s (%s), Python %s" % (_why(host), job, facts["env"]["python"]["executable"]
                                                      if isinstance(facts["env"], dict) else sys.executable), ""]
