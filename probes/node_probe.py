@@ -343,23 +343,43 @@ def visible_device_count(cvd):
     return n
 
 
+# Which batch system runs this job, from the variables each one exports to its jobs
+# (first match wins: a Flux instance started inside a Slurm job is a Flux job).
+_SCHEDULER_JOB_VARS = (("flux", "FLUX_JOB_ID"), ("slurm", "SLURM_JOB_ID"), ("slurm", "SLURM_JOBID"),
+                       ("pbs", "PBS_JOBID"), ("lsf", "LSB_JOBID"))
+
+
+def _visible_gpus_fallback(kind, cvd):
+    """(count, source) from CUDA_VISIBLE_DEVICES where the scheduler exports no GPU
+    count: PBS Pro's cgroup hook, LSF's -gpu and Flux's -g set it to the GPUs
+    the job was given on this node. An unset or empty value proves nothing (a
+    site without the hook), so it gives (None, None)."""
+    n = visible_device_count(cvd)
+    if n:
+        return n, "CUDA_VISIBLE_DEVICES (set by %s for the GPUs this job got on this node)" % kind
+    return None, None
+
+
 def collect_scheduler(env):
-    slurm = env.get("SLURM_JOB_ID") or env.get("SLURM_JOBID")
-    pbs = env.get("PBS_JOBID")
-    kind = "slurm" if slurm else ("pbs" if pbs else None)
+    kind, job_id = None, None
+    for name, var in _SCHEDULER_JOB_VARS:
+        if env.get(var):
+            kind, job_id = name, env[var]
+            break
     cvd = env.get("CUDA_VISIBLE_DEVICES")
     gpu_env = {k: v for k, v in sorted(env.items())
-               if (k.startswith("SLURM_") or k.startswith("PBS_") or k.startswith("SBATCH_"))
+               if k.startswith(("SLURM_", "PBS_", "SBATCH_", "LSB_", "FLUX_"))
                and re.search(r"GPU|GRES|TRES", k)}
     facts = {
         "kind": kind,
         "in_job": bool(kind),
-        "job_id": slurm or pbs,
-        "job_name": env.get("SLURM_JOB_NAME") or env.get("PBS_JOBNAME"),
-        "partition": env.get("SLURM_JOB_PARTITION") or env.get("PBS_QUEUE"),
-        "nodelist": env.get("SLURM_JOB_NODELIST") or env.get("PBS_NODEFILE"),
+        "job_id": job_id,
+        "job_name": env.get("SLURM_JOB_NAME") or env.get("PBS_JOBNAME") or env.get("LSB_JOBNAME"),
+        "partition": env.get("SLURM_JOB_PARTITION") or env.get("PBS_QUEUE") or env.get("LSB_QUEUE"),
+        "nodelist": env.get("SLURM_JOB_NODELIST") or env.get("PBS_NODEFILE") or env.get("LSB_DJOB_HOSTFILE")
+        or env.get("LSB_HOSTS"),
         "step_id": env.get("SLURM_STEP_ID"),
-        "cpus_on_node": _int(env.get("SLURM_CPUS_ON_NODE") or env.get("NCPUS")),
+        "cpus_on_node": _int(env.get("SLURM_CPUS_ON_NODE") or env.get("NCPUS") or env.get("LSB_DJOB_NUMPROC")),
         "gpu_env": gpu_env,
         "job_gpus": env.get("SLURM_JOB_GPUS") or env.get("SLURM_STEP_GPUS"),
         "gres": env.get("SLURM_JOB_GRES") or env.get("SLURM_GRES") or env.get("SLURM_TRES_PER_TASK")
@@ -396,10 +416,20 @@ def collect_scheduler(env):
             requested = guarded(lambda: len([x for x in read_text(gpufile).splitlines() if x.strip()]))
             source = "PBS_GPUFILE"
         else:
-            requested = unknown("PBS does not export the GPU request here (no NGPUS or PBS_GPUFILE); "
-                                "see `qstat -f $PBS_JOBID`")
+            requested, source = _visible_gpus_fallback("the PBS cgroup hook", cvd)
+            if requested is None:
+                requested = unknown("PBS does not export the GPU request here (no NGPUS, PBS_GPUFILE or "
+                                    "CUDA_VISIBLE_DEVICES); see `qstat -f $PBS_JOBID | grep ngpus`")
+    elif kind in ("lsf", "flux"):
+        requested, source = _visible_gpus_fallback("LSF (-gpu)" if kind == "lsf" else "Flux (-g)", cvd)
+        if requested is None:
+            requested = unknown(
+                "LSF exports no GPU count and CUDA_VISIBLE_DEVICES is not set; see `bjobs -l $LSB_JOBID`"
+                if kind == "lsf" else
+                "Flux exports no GPU count and CUDA_VISIBLE_DEVICES is not set; see `flux job info $FLUX_JOB_ID R`")
     else:
-        requested = unknown("not inside a Slurm or PBS job (no SLURM_JOB_ID / PBS_JOBID)")
+        requested = unknown("not inside a Slurm, PBS, LSF or Flux job "
+                            "(no SLURM_JOB_ID / PBS_JOBID / LSB_JOBID / FLUX_JOB_ID)")
     facts["gpus_requested"] = requested
     facts["gpus_requested_source"] = source
     return facts
@@ -1155,7 +1185,7 @@ def build_ladder(f):
     req = sched["gpus_requested"]
     vis = sched["visible_device_count"]
     if not sched["in_job"]:
-        rungs.append(_rung("gpu-allocated", "unknown", "not inside a Slurm or PBS job, so no scheduler allocation to check",
+        rungs.append(_rung("gpu-allocated", "unknown", "not inside a Slurm, PBS, LSF or Flux job, so no scheduler allocation to check",
                            "run the probe inside the job: add `troubleshoot probe --json > probe-$SLURM_JOB_ID.json` "
                            "(or `python3 node_probe.py --json`) to the job script, or `srun --jobid=<id> --overlap "
                            "python3 node_probe.py` while it runs", ("scheduler.in_job",)))
@@ -1372,7 +1402,8 @@ def render(facts, color=False):
     colors = {"pass": "32", "fail": "31;1", "unknown": "33"}
     s = facts["scheduler"]
     host = facts["host"].get("hostname") if isinstance(facts["host"], dict) else None
-    job = ("%s job %s" % (s["kind"].capitalize(), s["job_id"]) + (", partition %s" % s["partition"] if s["partition"] else "")
+    kind = {"pbs": "PBS", "lsf": "LSF"}.get(s["kind"], str(s["kind"] or "").capitalize())
+    job = ("%s job %s" % (kind, s["job_id"]) + (", partition %s" % s["partition"] if s["partition"] else "")
            if s["in_job"] else "not in a batch job")
     lines = ["GPU node probe: %s (%s), Python %s" % (_why(host), job, facts["env"]["python"]["executable"]
                                                      if isinstance(facts["env"], dict) else sys.executable), ""]

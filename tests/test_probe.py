@@ -207,6 +207,32 @@ def test_pbs_and_no_scheduler():
     assert outside["in_job"] is False and "not inside" in outside["gpus_requested"]["unknown"]
 
 
+def test_pbs_gpu_count_falls_back_to_the_cgroup_hooks_visible_devices():
+    hook = node_probe.collect_scheduler({"PBS_JOBID": "77.pbs01", "PBS_NODEFILE": "/var/spool/pbs/aux/77.pbs01",
+                                         "CUDA_VISIBLE_DEVICES": "GPU-1f2e,GPU-9a8b"})
+    assert (hook["kind"], hook["gpus_requested"], hook["nodelist"]) == ("pbs", 2, "/var/spool/pbs/aux/77.pbs01")
+    assert hook["gpus_requested_source"].startswith("CUDA_VISIBLE_DEVICES")
+    # NGPUS, when the site exports it, still wins; an empty CUDA_VISIBLE_DEVICES proves nothing on PBS
+    assert node_probe.collect_scheduler({"PBS_JOBID": "78", "NGPUS": "4", "CUDA_VISIBLE_DEVICES": "0"})["gpus_requested"] == 4
+    assert "unknown" in node_probe.collect_scheduler({"PBS_JOBID": "79", "CUDA_VISIBLE_DEVICES": ""})["gpus_requested"]
+
+
+def test_lsf_and_flux_jobs_are_recognised():
+    lsf = node_probe.collect_scheduler({"LSB_JOBID": "4472123", "LSB_QUEUE": "gpuv100", "LSB_JOBNAME": "train",
+                                        "LSB_DJOB_HOSTFILE": "/home/u/.lsbatch/1700000000.4472123.hostfile",
+                                        "LSB_DJOB_NUMPROC": "4", "CUDA_VISIBLE_DEVICES": "0"})
+    assert (lsf["kind"], lsf["in_job"], lsf["job_id"], lsf["partition"], lsf["cpus_on_node"], lsf["gpus_requested"]) \
+        == ("lsf", True, "4472123", "gpuv100", 4, 1)
+    assert lsf["nodelist"].endswith(".hostfile")
+    assert "bjobs -l" in node_probe.collect_scheduler({"LSB_JOBID": "5"})["gpus_requested"]["unknown"]
+    flux = node_probe.collect_scheduler({"FLUX_JOB_ID": "f2N4sT8zXk1", "FLUX_URI": "local:///run/flux/local",
+                                         "CUDA_VISIBLE_DEVICES": "0,1,2,3"})
+    assert (flux["kind"], flux["job_id"], flux["gpus_requested"]) == ("flux", "f2N4sT8zXk1", 4)
+    # a Flux instance started inside a Slurm allocation runs Flux jobs
+    nested = node_probe.collect_scheduler({"SLURM_JOB_ID": "99", "FLUX_JOB_ID": "fABC"})
+    assert nested["kind"] == "flux" and "flux job info" in nested["gpus_requested"]["unknown"]
+
+
 def test_ladder_for_a_job_that_asked_for_no_gpu(monkeypatch, tmp_path):
     monkeypatch.setenv("PATH", str(tmp_path))
     facts = node_probe.collect(timeout=5, frameworks=(), env={"SLURM_JOB_ID": "55", "SLURM_JOB_PARTITION": "cpu"})

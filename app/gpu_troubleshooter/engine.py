@@ -29,9 +29,12 @@ SHOWN_EVIDENCE = 8
 # (case-sensitive: these are the schedulers' own words). `log.scheduler` in
 # fix conditions; the first one seen wins.
 SCHEDULER_MARKERS = (
-    ("slurm", r"slurmstepd(?:-[\w.-]+)?: |srun: error|SLURM_JOB_ID"),
+    ("slurm", r"slurmstepd(?:-[\w.-]+)?: |srun: error|(?:srun|sbatch|salloc): fatal: |SLURM_JOB_ID"),
     ("pbs", r"=>> PBS: |PBS: job killed|PBS_JOBID"),
-    ("lsf", r"TERM_RUNLIMIT|TERM_MEMLIMIT|Sender: LSF System"),
+    ("lsf", r"TERM_[A-Z_]+: |Sender: LSF System"),
+    ("flux", r"flux-shell\[\d+\]: |flux-job: |job\.exception type=|flux job info "),
+    ("condor", r"Error from slot\S*@|Job was held\.|condor_q "),
+    ("kubernetes", r"Reason:\s+OOMKilled|Insufficient nvidia\.com/gpu|kubectl "),
 )
 
 

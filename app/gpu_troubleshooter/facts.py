@@ -426,10 +426,10 @@ OPEN_PREFIXES = ("scheduler.", "resources.cpu.flags.")
 # `site.NAME` in a condition: the site settings of _site.yaml that conditions may read
 # (documented in knowledge/_site.yaml and docs/knowledge-schema.md).
 SITE_SETTINGS = frozenset("""
-gpu_partition gpu_gres cuda_module python_module scratch_dir docs_url helpdesk helpdesk_url container_image
-torch_wheel_index torch_wheel_index_override default_lang lang_fallbacks
+gpu_partition gpu_request gpu_gres scheduler cuda_module python_module scratch_dir docs_url helpdesk helpdesk_url
+container_image torch_wheel_index torch_wheel_index_override default_lang lang_fallbacks
 """.split())
-SCHEDULER_NAMES = ("slurm", "pbs", "lsf")
+SCHEDULER_NAMES = ("slurm", "pbs", "lsf", "flux", "condor", "kubernetes")
 
 
 def known_path(path, values=None):

@@ -16,7 +16,22 @@ from typing import Any, Optional, cast
 
 from .model import Entry, Fix, Text
 
-__all__ = ["choose_causes", "choose_fixes", "condition_holds", "condition_namespace", "fix_holds"]
+__all__ = ["choose_causes", "choose_fixes", "condition_holds", "condition_namespace", "fix_holds",
+           "job_scheduler"]
+
+
+def job_scheduler(scheduler: Optional[str], facts: Optional[Mapping[str, Any]],
+                  site: Optional[Mapping[str, Any]] = None) -> Optional[str]:
+    """The scheduler whose tagged fixes apply: the one seen in the log, else the
+    probe's `scheduler.kind`, else the site's `scheduler` setting (a site with one
+    batch system says so in its _site.yaml). None: nobody knows."""
+    from .facts import SCHEDULER_NAMES
+    sched = (facts or {}).get("scheduler")
+    for name in (scheduler, sched.get("kind") if isinstance(sched, Mapping) else None,
+                 (site or {}).get("scheduler")):
+        if isinstance(name, str) and name.strip().lower() in SCHEDULER_NAMES:
+            return name.strip().lower()
+    return None
 
 
 def condition_namespace(values: Mapping[str, Any], facts: Optional[Mapping[str, Any]],
@@ -64,7 +79,7 @@ def choose_fixes(entry: Entry, values: Mapping[str, Any], facts: Optional[Mappin
     nothing to check (or unknown), then those that do not apply; file order
     inside each group."""
     namespace = condition_namespace(values, facts, scheduler, site)
-    judged = [(fix, fix_holds(fix, namespace, scheduler)) for fix in entry.fixes]
+    judged = [(fix, fix_holds(fix, namespace, job_scheduler(scheduler, facts, site))) for fix in entry.fixes]
     return tuple(sorted(judged, key=lambda pair: _RANK[pair[1]]))
 
 

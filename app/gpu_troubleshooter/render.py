@@ -10,7 +10,8 @@ from .view import entry_view
 
 _STYLES = {"bold": "1", "dim": "2", "red": "31", "green": "32", "yellow": "33", "cyan": "36"}
 EVIDENCE_WIDTH = 300
-SCHEDULER_NAMES = {"slurm": "Slurm", "pbs": "PBS", "lsf": "LSF"}
+SCHEDULER_NAMES = {"slurm": "Slurm", "pbs": "PBS", "lsf": "LSF", "flux": "Flux",
+                   "condor": "HTCondor", "kubernetes": "Kubernetes"}
 
 
 class Style:

@@ -25,7 +25,7 @@ TOP_KEYS = {
 }
 SCHEMA_VERSIONS = {1, 2}  # model.SCHEMA_VERSION is the newest
 ACTORS = {"user", "site"}
-SCHEDULERS = {"slurm", "pbs", "lsf"}
+SCHEDULERS = {"slurm", "pbs", "lsf", "flux", "condor", "kubernetes"}
 SEVERITIES = {"error", "warning"}
 SIGNATURE_KEYS = {"regex", "literal", "weight", "case"}
 FIX_KEYS = {"title", "text", "code", "when", "scheduler"}
