@@ -466,7 +466,7 @@ def _s(value):
 
 
 def _nvml_collect():
-    import pynvml  # noqa: only when importable; nvidia-ml-py provides it
+    import pynvml  # only when importable; nvidia-ml-py provides it
 
     pynvml.nvmlInit()
     try:
