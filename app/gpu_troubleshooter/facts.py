@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
+from .record import dataclass
 
 __all__ = ["FactOutcome", "apply_fact_rules", "validate_fact_rule", "validate_condition", "condition_problems",
            "lookup", "evaluate", "parse_size", "parse_duration", "parse_number", "known_path", "format_duration",

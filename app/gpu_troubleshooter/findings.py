@@ -3,7 +3,7 @@
 What a finding looks like to a user (texts, chosen fixes) is view.py's job;
 these records only hold what the engine found.
 """
-from dataclasses import dataclass, field
+from .record import dataclass, field
 from typing import Optional
 
 JSON_SCHEMA_VERSION = 1

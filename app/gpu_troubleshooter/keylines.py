@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 from collections import deque
-from dataclasses import dataclass
+from .record import dataclass
 from typing import Deque, Dict, List, Optional, Tuple
 
 # (kind, regex) for the scanner: linear-time patterns, matched case-sensitively.

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field, fields, replace
+from .record import dataclass, field, fields, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional, Union
 

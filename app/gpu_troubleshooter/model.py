@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from .record import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 

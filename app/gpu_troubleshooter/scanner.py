@@ -26,7 +26,7 @@ Hyperscan scratch space.
 """
 import bisect
 import threading
-from dataclasses import dataclass
+from .record import dataclass
 
 from .cache import default_cache
 

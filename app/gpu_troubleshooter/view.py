@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from .record import dataclass
 from typing import Any, Optional
 
 from .fixes import choose_causes, choose_fixes
