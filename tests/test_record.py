@@ -128,3 +128,37 @@ def test_a_diagnosis_does_not_import_dataclasses(tmp_path):
     subprocess.run([sys.executable, "-c", env_code], check=True)  # fill the cache first
     out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout.split()
     assert out[0] == "cuda-oom" and out[1:] == ["False", "False"]
+
+
+@pytest.mark.parametrize("columns", [None, "", "0", "abc", "40", "132"])
+def test_terminal_columns_and_help_as_shutil_and_argparse_give_them(monkeypatch, columns):
+    """The start-up-cheap terminal width (no shutil import) is shutil's, and `--help` is argparse's own."""
+    import argparse
+    import shutil
+
+    from gpu_troubleshooter.cli import diagnose_parser
+    from gpu_troubleshooter.text import terminal_columns
+    if columns is None:
+        monkeypatch.delenv("COLUMNS", raising=False)
+    else:
+        monkeypatch.setenv("COLUMNS", columns)
+    assert terminal_columns() == shutil.get_terminal_size().columns
+    assert terminal_columns(100) == shutil.get_terminal_size((100, 24)).columns
+    ours = diagnose_parser()
+    stock = diagnose_parser()
+    stock.formatter_class = argparse.HelpFormatter
+    assert ours.format_help() == stock.format_help() and ours.format_usage() == stock.format_usage()
+
+
+def test_a_diagnosis_does_not_import_shutil(tmp_path):
+    """shutil loads bz2, lzma and fnmatch; argparse and the renderer used to import it for the terminal width."""
+    log = tmp_path / "job.log"
+    log.write_text("step 1\ntorch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n")
+    code = ("import sys; from gpu_troubleshooter import cli\n"
+            f"sys.argv = ['troubleshoot', {str(log)!r}]\n"
+            "import io, contextlib\n"
+            "with contextlib.redirect_stdout(io.StringIO()):\n"
+            "    status = cli.main()\n"
+            "print(status, 'shutil' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout.split()
+    assert out == ["1", "False"]

@@ -15,7 +15,6 @@ Standard library only; imports nothing heavy.
 """
 from __future__ import annotations
 
-import json
 import re
 from .record import dataclass
 
@@ -241,6 +240,7 @@ def _compare(op, actual, expected):
 
 
 def _show(value) -> str:
+    import json  # only once a condition is evaluated: start-up time
     text = json.dumps(value, default=str)
     return text if len(text) <= 80 else text[:77] + "..."
 

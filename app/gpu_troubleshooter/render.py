@@ -2,7 +2,6 @@
 
 Both lay out view.FindingView; what to show (texts, chosen fixes) is decided there.
 """
-import json
 import re
 import textwrap
 
@@ -72,8 +71,8 @@ def _clip(text, width=EVIDENCE_WIDTH, span=None):
 
 
 def _terminal_width():
-    import shutil
-    return shutil.get_terminal_size((100, 24)).columns
+    from .text import terminal_columns
+    return terminal_columns(100)
 
 
 # The first screen's own words. The translations follow the seed guides' terms (docs/translations.md:
@@ -509,4 +508,5 @@ def explain(entry, site, lang="en", style=None):
 
 
 def as_json(document):
+    import json  # only for --json: start-up time
     return json.dumps(document, ensure_ascii=False)
