@@ -270,8 +270,8 @@ def _diagnose(buffers, kb, source, facts, ahead=0):
 
     def handle(buf, end, newlines, prepared=None):
         nonlocal line_no, nbytes, last
-        scan(buf, line_no, need, on_hit, end, prepared=prepared)
-        key_scan(buf, line_no, None, on_key, end, present=keys_present)
+        scan(buf, line_no, need, on_hit, end, prepared=prepared, newlines=newlines)
+        key_scan(buf, line_no, None, on_key, end, present=keys_present, newlines=newlines)
         flush_key()
         for pid in key_pids:
             need[pid] = True
