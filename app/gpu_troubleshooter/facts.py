@@ -16,6 +16,7 @@ Standard library only; imports nothing heavy.
 from __future__ import annotations
 
 import re
+
 from .record import dataclass
 
 __all__ = ["FactOutcome", "apply_fact_rules", "validate_fact_rule", "validate_condition", "condition_problems",

@@ -26,9 +26,9 @@ Hyperscan scratch space.
 """
 import bisect
 import threading
-from .record import dataclass
 
 from .cache import default_cache
+from .record import dataclass
 
 try:
     from _blake2 import blake2b  # hashlib would load OpenSSL first: start-up time
