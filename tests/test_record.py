@@ -1,5 +1,6 @@
 """record.dataclass (the start-up-cheap records) behaves as dataclasses.dataclass for what the records use."""
 import dataclasses
+import os
 import pickle
 import subprocess
 import sys
@@ -124,9 +125,10 @@ def test_a_diagnosis_does_not_import_dataclasses(tmp_path):
             f"kb = load_knowledge_base(); d = diagnose_path({str(log)!r}, kb); d.to_dict()\n"  # warm: cached KB
             f"kb = load_knowledge_base(); d = diagnose_path({str(log)!r}, kb); d.to_dict()\n"
             "print(d.findings[0].id, 'dataclasses' in sys.modules, 'inspect' in sys.modules)")
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")}
     env_code = "import gpu_troubleshooter.knowledge as k; k.load_knowledge_base()"
-    subprocess.run([sys.executable, "-c", env_code], check=True)  # fill the cache first
-    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout.split()
+    subprocess.run([sys.executable, "-c", env_code], check=True, env=env)  # fill the cache first
+    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True, env=env).stdout.split()
     assert out[0] == "cuda-oom" and out[1:] == ["False", "False"]
 
 
