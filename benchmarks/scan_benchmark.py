@@ -309,6 +309,7 @@ def main():
     b = run([sys.executable, str(Path(__file__).with_name("bare_hyperscan.py")), str(db_path), str(clean)], a.runs)
     r = run(["rg", "-i", "-c", "-f", str(anchors), str(clean)], a.runs, timeout=a.peer_timeout) if rg else (None,) * 3
     g = run(["grep", "-E", "-i", "-c", "-f", str(anchors), str(clean)], a.runs, timeout=a.peer_timeout)
+    b0 = run([sys.executable, str(Path(__file__).with_name("bare_hyperscan.py")), str(db_path), str(small)], max(5, a.runs))
     ours_in, bare_in = in_process(kb, db, clean, a.runs)
     row("clean", a.size, o, [("bare hyperscan", b), ("rg -i -c -f", r), ("grep -E -i -c -f", g)])
     latency0 = run([exe, str(small)], max(5, a.runs))  # start-up, taken off the per-byte figures
@@ -329,7 +330,7 @@ def main():
     row("gzip (of clean)", a.size, z, [("gzip -dc | rg", zr), ("gzip -dc | grep", zg)])
     latency = run([exe, str(small)], max(10, a.runs))
     bare_python = run([sys.executable, "-c", "pass"], max(10, a.runs))
-    row("10 KB, warm", 0.01, latency, [("python -c pass", bare_python)])
+    row("10 KB, warm", 0.01, latency, [("python -c pass", bare_python), ("bare hyperscan", b0)])
     kb_rows = []
     for copies in (6, 21):
         folder = synthetic_kb(copies)
@@ -379,27 +380,35 @@ def main():
     print()
     startup = latency0[1]
 
-    def per_byte(case, size_mb, col):  # (case - start-up) per MiB over clean's, wall (col 0) or CPU (col 1)
-        return ((case[col] - latency0[col]) / size_mb) / ((o[col] - latency0[col]) / a.size)
+    def per_byte(case, size_mb, col, clean_case=o, start=latency0):  # (case - start-up) per MiB over clean's, wall (col 0) or CPU (col 1)
+        return ((case[col] - start[col]) / size_mb) / ((clean_case[col] - start[col]) / a.size)
     print("Ratios, each from figures of this same run (median of --runs).")
     print("  bare Hyperscan = benchmarks/bare_hyperscan.py as its own process: Python start-up, `import hyperscan`,")
     print("  loading a prebuilt database of the same signatures, reading 4 MiB blocks and scanning them (all matches,")
     print("  a Python callback per match). Ours adds: imports, the knowledge base (cached), line numbers, evidence,")
     print("  key lines, scheduler markers and the JSON report.")
     print(f"  per-byte ratios: (case - 10 KB run) / MiB over (clean - 10 KB run) / MiB; 10 KB run: "
-          f"{latency0[0] * 1000:.0f} ms wall / {startup * 1000:.0f} ms CPU")
+          f"{latency0[0] * 1000:.0f} ms wall / {startup * 1000:.0f} ms CPU (bare Hyperscan's own, on the same 10 KB: "
+          f"{b0[0] * 1000:.0f} ms / {b0[1] * 1000:.0f} ms)")
+    print("  Issue 7's limits are on the scan's time; on two free cores our scan threads make wall lower than CPU,")
+    print("  so each ratio is printed for wall and for CPU (user+sys of all threads). The limit is shown on both.")
     print()
     ratios = [
         ("bare-Hyperscan ratio, clean, whole process, wall (limit 1.2)", o[0] / b[0]),
-        ("bare-Hyperscan ratio, clean, whole process, CPU", o[1] / b[1]),
+        ("bare-Hyperscan ratio, clean, whole process, CPU of all threads (limit 1.2)", o[1] / b[1]),
         ("bare-Hyperscan ratio, clean, in one process (no start-up), wall", ours_in[0] / bare_in[0]),
         ("bare-Hyperscan ratio, clean, in one process, CPU of all threads", ours_in[1] / bare_in[1]),
+        ("bare-Hyperscan ratio, clean, whole processes less their 10 KB runs (scan alone), CPU",
+         (o[1] - latency0[1]) / (b[1] - b0[1])),
         ("ripgrep ratio, clean: ours / rg -i -c -f, wall (limit 0.6)", o[0] / r[0] if r[0] else float("nan")),
         ("grep ratio, clean: ours / grep -E -i -c -f, wall", o[0] / g[0] if g[0] else float("nan")),
         ("match-heavy (one repeated line), per byte / clean's, CPU (limit 3)", per_byte(h, a.size, 1)),
         ("match-heavy (one repeated line), per byte / clean's, wall", per_byte(h, a.size, 0)),
-        ("match-heavy, varied lines, per byte / clean's, CPU", per_byte(v, a.size, 1)),
+        ("match-heavy, varied lines, per byte / clean's, CPU (limit 3)", per_byte(v, a.size, 1)),
+        ("match-heavy, varied lines, per byte / clean's, wall (limit 3)", per_byte(v, a.size, 0)),
+        ("match-heavy, varied lines: bare Hyperscan's own per byte / its clean's, CPU", per_byte(vb, a.size, 1, b, b0)),
         ("match-heavy, varied lines: ours / bare Hyperscan on it, wall", v[0] / vb[0]),
+        ("match-heavy, varied lines: ours / bare Hyperscan on it, CPU", v[1] / vb[1]),
         ("progress bar (16 MiB, 1 line), per byte / clean's, CPU (limit 3)", per_byte(p, 16, 1)),
         ("progress bar (16 MiB, 1 line), per byte / clean's, wall", per_byte(p, 16, 0)),
         ("gzip (of clean): ours / gzip -dc | rg, wall", z[0] / zr[0] if zr[0] else float("nan")),
@@ -407,14 +416,14 @@ def main():
     for copies, _n, k, _ in kb_rows:
         ratios.append((f"synthetic KB {copies}x ({_n} entries), clean: wall / bundled KB's", k[0] / o[0]))
     for name, value in ratios:
-        print(f"{name:<72} {value:6.2f}")
-    print(f"{'10 KB warm, median wall / CPU (ms)':<72} {latency[0] * 1000:6.0f} / {latency[1] * 1000:.0f}")
-    print(f"{'10 KB warm minus python -c pass (our own start-up), wall / CPU (ms)':<72} "
+        print(f"{name:<88} {value:6.2f}")
+    print(f"{'10 KB warm, median wall / CPU (ms)':<88} {latency[0] * 1000:6.0f} / {latency[1] * 1000:.0f}")
+    print(f"{'10 KB warm minus python -c pass (our own start-up), wall / CPU (ms)':<88} "
           f"{(latency[0] - bare_python[0]) * 1000:6.0f} / {(latency[1] - bare_python[1]) * 1000:.0f}")
     for name, (w, c, _) in ((f"cold start, {COLD_ENTRIES}-entry KB, empty cache", cold),
                             (f"cold start, {COLD_ENTRIES}-entry KB, one signature changed", changed),
                             (f"cold start, bundled KB ({n_bundled} entries), empty cache", bundled_cold)):
-        print(f"{name + ', 10 KB log, wall / CPU (s)':<72} {w:6.2f} / {c:.2f}")
+        print(f"{name + ', 10 KB log, wall / CPU (s)':<88} {w:6.2f} / {c:.2f}")
 
 
 if __name__ == "__main__":

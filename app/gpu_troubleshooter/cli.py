@@ -14,7 +14,6 @@ Start-up stays fast: no torch, pynvml or Flask import on these paths.
 """
 import argparse
 import glob
-import json
 import os
 import sys
 
@@ -82,9 +81,20 @@ class _VersionAction(argparse.Action):
         parser.exit()
 
 
+class _HelpFormatter(argparse.HelpFormatter):
+    """argparse's own, given the terminal's width as it would find it: its way imports shutil
+    (with bz2 and lzma) on every add_argument, which is start-up time."""
+
+    def __init__(self, prog, indent_increment=2, max_help_position=24, width=None):
+        if width is None:
+            from .text import terminal_columns
+            width = terminal_columns() - 2
+        super().__init__(prog, indent_increment, max_help_position, width)
+
+
 def diagnose_parser():
     p = argparse.ArgumentParser(
-        prog="troubleshoot",
+        prog="troubleshoot", formatter_class=_HelpFormatter,
         description="Diagnose a failed GPU/ML job from its log: which known failure it shows, and how to fix it.",
         epilog="Other commands: troubleshoot probe (check this node), troubleshoot explain ID, "
                "troubleshoot kb validate|list, troubleshoot serve|staff|db (web service). "
@@ -149,6 +159,7 @@ def run_diagnose(argv):
 
 
 def _read_facts(path):
+    import json
     from .errors import LogInputError
     try:
         with open(path, encoding="utf-8") as f:
@@ -191,6 +202,7 @@ def run_kb(argv):
     rows = [{"id": e.id, "title": e.title.get(), "area": e.area, "tags": list(e.tags), "severity": e.severity,
              "actor": e.actor, "refines": e.refines, "draft": e.draft, "path": e.path} for e in kb.entries]
     if args.json:
+        import json
         print(json.dumps(rows, ensure_ascii=False, indent=1))
     else:
         width = max((len(r["id"]) for r in rows), default=0)

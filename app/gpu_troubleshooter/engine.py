@@ -10,6 +10,7 @@ Two stages, so that the expensive part only sees candidates:
 """
 import io
 from collections import deque
+from functools import cached_property
 
 from .findings import Diagnosis, Evidence, Finding, finer_first
 from .keylines import KEEP_PER_KIND, PATTERNS as KEY_PATTERNS, KeyLineCollector
@@ -45,11 +46,21 @@ class _CompiledEntry:
         self.entry, self._problems = entry, problems
         self._exclude = self._values = None  # compiled on the entry's first candidate line
         self.broken = False
-        self.phrases = tuple(p.lower() for p in entry.phrases)
-        self.weights = tuple(s.weight for s in entry.signatures)
-        # the most a line of each signature can be worth (a phrase can lift a weak one)
-        self.best_possible = tuple(max(w, min(FUZZY_WEIGHT, w + FUZZY_LIFT)) if self.phrases else w for w in self.weights)
         self._set = None
+
+    # what scoring reads, worked out on the entry's first candidate line (most entries never have one)
+    @cached_property
+    def phrases(self):
+        return tuple(p.lower() for p in self.entry.phrases)
+
+    @cached_property
+    def weights(self):
+        return tuple(s.weight for s in self.entry.signatures)
+
+    @cached_property
+    def best_possible(self):
+        """The most a line of each signature can be worth (a phrase can lift a weak one)."""
+        return tuple(max(w, min(FUZZY_WEIGHT, w + FUZZY_LIFT)) if self.phrases else w for w in self.weights)
 
     def compile(self):
         """Compile exclude and values (RE2); False, with a problem noted, when RE2 cannot run one."""
@@ -270,8 +281,8 @@ def _diagnose(buffers, kb, source, facts, ahead=0):
 
     def handle(buf, end, newlines, prepared=None):
         nonlocal line_no, nbytes, last
-        scan(buf, line_no, need, on_hit, end, prepared=prepared)
-        key_scan(buf, line_no, None, on_key, end, present=keys_present)
+        scan(buf, line_no, need, on_hit, end, prepared=prepared, newlines=newlines)
+        key_scan(buf, line_no, None, on_key, end, present=keys_present, newlines=newlines)
         flush_key()
         for pid in key_pids:
             need[pid] = True

@@ -15,9 +15,9 @@ Standard library only; imports nothing heavy.
 """
 from __future__ import annotations
 
-import json
 import re
-from dataclasses import dataclass
+
+from .record import dataclass
 
 __all__ = ["FactOutcome", "apply_fact_rules", "validate_fact_rule", "validate_condition", "condition_problems",
            "lookup", "evaluate", "parse_size", "parse_duration", "parse_number", "known_path", "format_duration",
@@ -241,6 +241,7 @@ def _compare(op, actual, expected):
 
 
 def _show(value) -> str:
+    import json  # only once a condition is evaluated: start-up time
     text = json.dumps(value, default=str)
     return text if len(text) <= 80 else text[:77] + "..."
 

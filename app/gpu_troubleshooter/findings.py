@@ -3,8 +3,9 @@
 What a finding looks like to a user (texts, chosen fixes) is view.py's job;
 these records only hold what the engine found.
 """
-from dataclasses import dataclass, field
 from typing import Optional
+
+from .record import dataclass, field
 
 JSON_SCHEMA_VERSION = 1
 

@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import re
 from collections import deque
-from dataclasses import dataclass
 from typing import Deque, Dict, List, Optional, Tuple
+
+from .record import dataclass
 
 # (kind, regex) for the scanner: linear-time patterns, matched case-sensitively.
 PATTERNS: Tuple[Tuple[str, str], ...] = (

@@ -14,13 +14,13 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional, Union
 
 from .cache import Cache, default_cache
 from .errors import KnowledgeBaseError
 from .model import Entry, Signature, Text
+from .record import dataclass, field, fields, replace
 
 try:  # the C unpickler alone (pickle.py is imported only to write the cache)
     from _pickle import loads as _loads
@@ -37,7 +37,7 @@ if TYPE_CHECKING:  # schema.py (the validator) is imported only when a file must
 SITE_FILE = "_site.yaml"
 NOT_ENTRIES = {"i18n", "must-match", "must-not-match"}  # folders beside entries that hold no entries
 # The code whose change changes what a parse gives (the cache key covers it)
-_CODE = ("knowledge.py", "model.py", "schema.py", "facts.py", "cache.py")
+_CODE = ("knowledge.py", "model.py", "record.py", "schema.py", "facts.py", "cache.py")
 
 
 @dataclass(frozen=True)

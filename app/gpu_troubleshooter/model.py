@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
+
+from .record import dataclass, field
 
 __all__ = ["Text", "Signature", "Code", "Fix", "FactRule", "Reference", "Checked", "Entry", "entry_from_yaml",
            "SCHEMA_VERSION"]

@@ -11,7 +11,6 @@ import io
 import os
 import sys
 import time
-import zlib
 
 from .errors import LogInputError
 
@@ -21,8 +20,17 @@ PIECE = 256 * 1024  # what one read of a decompressor asks for: damage loses at 
 
 
 
+def _also_damage(error):
+    """Reading a damaged log of this format can also raise `error` (its module is imported only when needed)."""
+    global _DAMAGE
+    if error not in _DAMAGE:
+        _DAMAGE = _DAMAGE + (error,)
+
+
 def _gzip(f):
     import gzip
+    import zlib
+    _also_damage(zlib.error)
     return gzip.GzipFile(fileobj=f)
 
 
@@ -33,14 +41,13 @@ def _bzip2(f):
 
 def _xz(f):
     import lzma
-    global _DAMAGE
-    _DAMAGE = _DAMAGE + (lzma.LZMAError,)
+    _also_damage(lzma.LZMAError)
     return lzma.LZMAFile(f)
 
 
 # the decompressors are imported only for a log that needs one: start-up time matters
 _COMPRESSED = ((b"\x1f\x8b", _gzip, "gzip"), (b"BZh", _bzip2, "bzip2"), (b"\xfd7zXZ\x00", _xz, "xz"))
-_DAMAGE = (OSError, EOFError, zlib.error, ValueError)  # what reading a damaged log raises
+_DAMAGE = (OSError, EOFError, ValueError)  # what reading a damaged log raises (+ the decompressors' own errors)
 _NOT_LOGS = (
     (b"\x7fELF", "an executable (ELF) file"), (b"PK\x03\x04", "a zip archive; unzip it and pass the log inside"),
     (b"%PDF", "a PDF document"), (b"\x89PNG", "a PNG image"), (b"\xff\xd8\xff", "a JPEG image"),

@@ -2,9 +2,7 @@
 
 Both lay out view.FindingView; what to show (texts, chosen fixes) is decided there.
 """
-import json
 import re
-import textwrap
 
 from .view import entry_view
 
@@ -25,11 +23,13 @@ class Style:
 
 
 def _indent(text, prefix):
+    import textwrap  # the terminal's layout only: --json never loads it
     return textwrap.indent(text, prefix, lambda line: True)
 
 
 def render_fixes(fixes, style, indent="  ", start=1, lang="en"):
     """Numbered fixes (view.FixView), in the order chosen for this job."""
+    import textwrap
     out = []
     for n, fix in enumerate(fixes, start):
         notes = []
@@ -72,8 +72,8 @@ def _clip(text, width=EVIDENCE_WIDTH, span=None):
 
 
 def _terminal_width():
-    import shutil
-    return shutil.get_terminal_size((100, 24)).columns
+    from .text import terminal_columns
+    return terminal_columns(100)
 
 
 # The first screen's own words. The translations follow the seed guides' terms (docs/translations.md:
@@ -314,6 +314,7 @@ def site_fix(view, diagnosis, lang="en"):
 
 def _wrapped(head, text, width):
     """`head text` as lines of at most `width` columns (the head may carry colour codes)."""
+    import textwrap
     body = textwrap.wrap(text, width, initial_indent="  " + "x" * len(re.sub(r"\x1b\[[0-9;]*m", "", head)) + " ",
                          subsequent_indent="    ", break_on_hyphens=False) or [""]
     first = body[0][len(re.sub(r"\x1b\[[0-9;]*m", "", head)) + 3:]
@@ -509,4 +510,5 @@ def explain(entry, site, lang="en", style=None):
 
 
 def as_json(document):
+    import json  # only for --json: start-up time
     return json.dumps(document, ensure_ascii=False)

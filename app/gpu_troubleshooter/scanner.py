@@ -26,9 +26,9 @@ Hyperscan scratch space.
 """
 import bisect
 import threading
-from dataclasses import dataclass
 
 from .cache import default_cache
+from .record import dataclass
 
 try:
     from _blake2 import blake2b  # hashlib would load OpenSSL first: start-up time
@@ -70,21 +70,41 @@ def re2_pattern(pattern, case_sensitive, multiline=False):
 class _Lines:
     """Line numbers and line starts of offsets in one chunk. Each look-up counts
     newlines only from the nearest offset already known, so the cost of a hit
-    does not depend on how long its line is or where the chunk began."""
+    does not depend on how long its line is or where the chunk began.
 
-    def __init__(self, chunk, first_line_no):
+    `newlines` (the chunk's newline count, or a callable giving it; the engine
+    counts every chunk anyway) makes the chunk's end a known point too: a hit
+    near the end (the key lines of a job's ending) counts back from there
+    instead of over the whole chunk again."""
+
+    def __init__(self, chunk, first_line_no, end=None, newlines=None):
         self.chunk = chunk
         self.points = [(0, first_line_no, 0)]  # (offset, line_no, line_start), sorted
+        self.end = end if newlines is not None else None  # a point once first needed
+        self.newlines = newlines
 
     def at(self, off):
-        i = bisect.bisect_right(self.points, (off, float("inf"))) - 1
-        base, line_no, start = self.points[i]
-        n = self.chunk.count(b"\n", base, off)
-        if n:
-            line_no += n
-            start = self.chunk.rfind(b"\n", base, off) + 1
-        if off != base:
-            self.points.insert(i + 1, (off, line_no, start))
+        points = self.points
+        i = bisect.bisect_right(points, (off, float("inf"))) - 1
+        base, line_no, start = points[i]
+        if off == base:
+            return line_no, start
+        after = points[i + 1][0] if i + 1 < len(points) else self.end
+        if after is not None and after - off < off - base:  # nearer the next known point: count back from it
+            if i + 1 == len(points):  # the chunk's end (hits lie before it: its line start is never read)
+                newlines = self.newlines() if callable(self.newlines) else self.newlines
+                points.append((after, points[0][1] + newlines, -1))
+                self.end = None
+            line_no = points[i + 1][1] - self.chunk.count(b"\n", off, after)
+            nl = self.chunk.rfind(b"\n", base, off)
+            if nl >= 0:
+                start = nl + 1
+        else:
+            n = self.chunk.count(b"\n", base, off)
+            if n:
+                line_no += n
+                start = self.chunk.rfind(b"\n", base, off) + 1
+        points.insert(i + 1, (off, line_no, start))
         return line_no, start
 
 
@@ -217,7 +237,8 @@ class Scanner:
         found.sort()
         return found
 
-    def scan(self, chunk, first_line_no: int, need=None, on_hit=None, end=None, present=None, prepared=None):
+    def scan(self, chunk, first_line_no: int, need=None, on_hit=None, end=None, present=None, prepared=None,
+             newlines=None):
         """Hand each matching segment of `chunk[:end]` (bytes or a reused
         bytearray) to `on_hit(LineHit)` (or return them as a list).
         `need[pid]` false: the caller has enough of that pattern, do not report
@@ -225,7 +246,9 @@ class Scanner:
         `prepared`: what prepare() returned for this chunk (Hyperscan, not
         all_matches), perhaps in another thread; the result is the same.
         `present` (keep_last scanners): the patterns known to occur in the
-        chunk; an empty set means nothing to do."""
+        chunk; an empty set means nothing to do. `newlines`: the number of
+        newlines in chunk[:end] (or a callable giving it), when the caller
+        knows it: line numbers near the chunk's end are then counted back from it."""
         end = len(chunk) if end is None else end
         if self.backend == "none" or not end:
             return []
@@ -236,15 +259,18 @@ class Scanner:
             need = [True] * len(self.patterns)
         if self.backend == "hyperscan" and self.all_matches and self.keep_last:
             if present is None or present:
-                self._last_matches(chunk, end, _ChunkState(chunk, end, first_line_no, self.groups, on_hit), present)
+                self._last_matches(chunk, end, _ChunkState(chunk, end, first_line_no, self.groups, on_hit,
+                                                           newlines=newlines), present)
         elif self.backend == "hyperscan" and self.all_matches:
-            self._all_matches(memoryview(chunk)[:end], 0, end, need, _ChunkState(chunk, end, first_line_no, self.groups, on_hit))
+            self._all_matches(memoryview(chunk)[:end], 0, end, need,
+                              _ChunkState(chunk, end, first_line_no, self.groups, on_hit, newlines=newlines))
         elif self.backend == "hyperscan":
             chunk, end, skips, found = prepared if prepared is not None else self.prepare(chunk, end, first=False)
-            self._scan_hyperscan(chunk, end, need, _ChunkState(chunk, end, first_line_no, self.groups, on_hit, skips), found)
+            self._scan_hyperscan(chunk, end, need, _ChunkState(chunk, end, first_line_no, self.groups, on_hit, skips, newlines),
+                                 found)
         else:
             chunk = bytes(memoryview(chunk)[:end])
-            self._scan_re2(chunk, need, _ChunkState(chunk, end, first_line_no, self.groups, on_hit))
+            self._scan_re2(chunk, need, _ChunkState(chunk, end, first_line_no, self.groups, on_hit, newlines=newlines))
         return collected
 
     def _scan_hyperscan(self, chunk, end, need, state, found=None):
@@ -450,9 +476,10 @@ class _ChunkState:
     """Per scan call: line numbering, and which (segment, group) pairs were handed over.
     `skips`: the chunk is a collapsed one (see _collapse_runs)."""
 
-    def __init__(self, chunk, end, first_line_no, groups, on_hit, skips=None):
+    def __init__(self, chunk, end, first_line_no, groups, on_hit, skips=None, newlines=None):
         self.chunk, self.end, self.groups, self.on_hit = chunk, end, groups, on_hit
-        self.lines = _Lines(chunk, first_line_no)
+        # `newlines` counts the chunk as given: a collapsed one (skips) numbers from its start only
+        self.lines = _Lines(chunk, first_line_no, end, newlines if skips is None else None)
         self.seen = set()
         self.skips = skips
         self.skip_at = [at for at, _ in skips] if skips else None

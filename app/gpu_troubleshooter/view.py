@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any, Optional
 
 from .fixes import choose_causes, choose_fixes
 from .model import Entry, Text
+from .record import dataclass
 from .text import fill_placeholders
 
 __all__ = ["FixView", "FindingView", "finding_view", "entry_view", "site_settings"]

@@ -230,6 +230,8 @@ def load_kb(cfg):
     from .job import read_log, summary_lines, job_output_files, last_error_line  # noqa: F401
     from . import pbs, slurm  # noqa: F401
     import encodings.idna  # noqa: F401  (lazily imported by some codecs)
+    import json  # noqa: F401  (facts.py's condition notes, loaded lazily for start-up time)
+    import textwrap  # noqa: F401  (render.py's terminal layout, likewise)
     kb = load_knowledge_base(cfg.kb_dirs)
     diagnose_text("warm-up\n", kb, source="warm-up")   # compiles the patterns now
     return kb
