@@ -97,7 +97,7 @@ LABELS = {
            "ended_job": "No known failure; these lines ended the job:",
            "nothing": "Nothing in this log matches a known GPU/HPC job failure. If the job still failed, send {to}:",
            "send_what": "the whole log, your job script, and the output of `troubleshoot probe --json` run inside a job.",
-           "to_url": "the log to {url}", "your_helpdesk": "your helpdesk", "finer": "A finer case of:",
+           "to_url": "the log to {url}", "your_helpdesk": "your helpdesk", "site_helpdesk": "your cluster's helpdesk", "finer": "A finer case of:",
            "supported": "Supported by", "against": "Against it",
            "also_full": "Also found (probably consequences or secondary):", "at_line": " at line {n}",
            "line_short": " (line {n})", "more_findings": "... and {n} more findings: troubleshoot --full",
@@ -137,7 +137,7 @@ LABELS = {
            "nothing": "Ništa u ovom logu ne odgovara poznatoj grešci GPU/HPC poslova. Ako je posao ipak pao, "
                       "pošaljite {to}:",
            "send_what": "cijeli log, skriptu posla i izlaz naredbe `troubleshoot probe --json` pokrenute unutar posla.",
-           "to_url": "na {url}", "your_helpdesk": "vašoj podršci", "finer": "Uži slučaj greške:",
+           "to_url": "na {url}", "your_helpdesk": "vašoj podršci", "site_helpdesk": "helpdesk vašeg klastera", "finer": "Uži slučaj greške:",
            "supported": "Potvrđuju", "against": "Protiv toga",
            "also_full": "Pronađeno i (vjerojatno posljedice ili sporedno):", "at_line": " u retku {n}",
            "line_short": " (redak {n})", "more_findings": "... i još nalaza: {n} (troubleshoot --full)",
@@ -178,7 +178,7 @@ LABELS = {
            "nothing": "Ništa u ovom logu ne odgovara poznatoj grešci GPU/HPC jobova. Ako je job ipak pao, "
                       "pošaljite {to}:",
            "send_what": "ceo log, skriptu joba i izlaz komande `troubleshoot probe --json` pokrenute unutar joba.",
-           "to_url": "na {url}", "your_helpdesk": "vašoj podršci", "finer": "Uži slučaj greške:",
+           "to_url": "na {url}", "your_helpdesk": "vašoj podršci", "site_helpdesk": "helpdesk vašeg klastera", "finer": "Uži slučaj greške:",
            "supported": "Potvrđuju", "against": "Protiv toga",
            "also_full": "Pronađeno i (verovatno posledice ili sporedno):", "at_line": " u liniji {n}",
            "line_short": " (linija {n})", "more_findings": "... i još nalaza: {n} (troubleshoot --full)",
@@ -219,7 +219,7 @@ LABELS = {
            "nothing": "이 로그에는 알려진 GPU/HPC 작업 오류와 일치하는 내용이 없습니다. 그래도 작업이 실패했다면 "
                       "다음을 보내세요 ({to}):",
            "send_what": "전체 로그, 작업 스크립트, 그리고 작업 안에서 실행한 `troubleshoot probe --json`의 출력.",
-           "to_url": "{url}", "your_helpdesk": "헬프데스크", "finer": "다음 오류의 세부 사례:",
+           "to_url": "{url}", "your_helpdesk": "헬프데스크", "site_helpdesk": "클러스터 헬프데스크", "finer": "다음 오류의 세부 사례:",
            "supported": "뒷받침하는 사실", "against": "반대되는 사실",
            "also_full": "함께 발견됨 (대개 앞의 오류로 생긴 부수적인 오류):", "at_line": " ({n}번째 줄)",
            "line_short": " ({n}번째 줄)", "more_findings": "... 그 밖의 발견 {n}개: troubleshoot --full",
