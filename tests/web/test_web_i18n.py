@@ -103,6 +103,7 @@ def test_result_page_forms_share_link_and_helpdesk_in_the_readers_language(app, 
         assert unescape(WEB_LABELS[lang][key]) in unescape(page), key
     # the site-side note names the button by its translated label
     assert "Send to the helpdesk" not in page
+    assert f'<span class="badge">{WEB_LABELS[lang]["sev_error"]}</span>' in page   # the severity badge
 
 
 @pytest.mark.parametrize("lang", ["ko", "hr"])
@@ -199,6 +200,23 @@ def test_kb_index_search_form_translated(app):
     page = get(app.test_client(), "/kb/?q=zzzzqqq", "hr")
     assert WEB_LABELS["hr"]["kb_nothing"] in page and "Nothing matches" not in page
     assert "Pretražite naslove" in page
+
+
+def test_kb_index_lists_translated_titles_and_finds_by_english_message(tmp_path):
+    from gpu_troubleshooter.knowledge import load_knowledge_base
+    from gpu_troubleshooter.view import entry_view
+    from gpu_troubleshooter.web.service import knowledge_base
+    app = make_app(f"sqlite:///{tmp_path}/kb.sqlite3", tmp_path, load_knowledge_base())
+    client = app.test_client()
+    english = get(client, "/kb/?q=out+of+memory", "en")
+    first = re.search(r'<li><a href="/kb/([^"]+)">', english).group(1)
+    with app.app_context():
+        entry = knowledge_base().get(first)
+        en_title, ko_title = entry_view(entry, "en").title, entry_view(entry, "ko").title
+    assert ko_title != en_title and HANGUL.search(ko_title)
+    page = unescape(get(client, "/kb/?q=out+of+memory", "ko"))    # searched by the English message
+    assert f'<a href="/kb/{first}">{ko_title}</a>' in page and en_title not in page
+    close_app(app)
 
 
 def test_catalog_text_is_escaped_and_only_code_fields_are_markup(app, monkeypatch):

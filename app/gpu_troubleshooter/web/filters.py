@@ -95,6 +95,12 @@ def user_status(status):
     return msg(key) if key in WEB_LABELS["en"] else STATUS_LABELS.get(status, status)
 
 
+def severity(name):
+    """An entry's severity (error, warning) as the badge shows it."""
+    from .messages import WEB_LABELS
+    return msg(f"sev_{name}") if f"sev_{name}" in WEB_LABELS["en"] else name
+
+
 def scan_error(text):
     """A stored scan error (service.py's own words) in the reader's language; an error the
     reader module gave (an unreadable or binary file) is shown as stored."""
@@ -194,7 +200,7 @@ def short_fixes(fixes, n=3):
 
 def init_app(app):
     app.jinja_env.filters.update(t=_text, bytes=human_bytes, when=when, percent=percent,
-                                 status_label=lambda s: STATUS_LABELS.get(s, s), user_status=user_status, scan_error=scan_error,
+                                 status_label=lambda s: STATUS_LABELS.get(s, s), user_status=user_status, scan_error=scan_error, severity=severity,
                                  localise=localise_diagnosis, localise_entry=localise_entry)
     app.jinja_env.globals.update(ui_lang=ui_lang, lang_url=lang_url, lang_names=LANG_NAMES, short_fixes=short_fixes,
                                  msg=msg, msg_html=msg_html, code=code, fallback_note=fallback_note,

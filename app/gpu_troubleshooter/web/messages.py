@@ -80,6 +80,7 @@ WEB_LABELS = {
         "kb_search": "Search titles, error messages and fixes", "kb_ph": "e.g. cuda out of memory",
         "kb_button": "Search", "kb_match": "{n} of {total} entries match “{q}”.", "kb_total": "{total} entries.",
         "kb_nothing": "Nothing matches. Try fewer words, or the exact error message.",
+        "sev_error": "error", "sev_warning": "warning",
     },
     # Croatian: posao, čvor, podrška (the catalog's "helpdesk"), log.
     "hr": {
@@ -161,6 +162,7 @@ WEB_LABELS = {
         "kb_button": "Traži", "kb_match": "{n} od {total} unosa odgovara upitu “{q}”.",
         "kb_total": "Unosa: {total}.",
         "kb_nothing": "Ništa ne odgovara. Pokušajte s manje riječi ili s točnom porukom o grešci.",
+        "sev_error": "greška", "sev_warning": "upozorenje",
     },
     # Serbian (Latin, ekavian): job, nod, podrška, log; "greška" as the catalog writes it.
     "sr": {
@@ -242,6 +244,7 @@ WEB_LABELS = {
         "kb_button": "Traži", "kb_match": "{n} od {total} unosa odgovara upitu “{q}”.",
         "kb_total": "Unosa: {total}.",
         "kb_nothing": "Ništa ne odgovara. Pokušajte sa manje reči ili sa tačnom porukom o grešci.",
+        "sev_error": "greška", "sev_warning": "upozorenje",
     },
     # Korean: 작업, 노드, 헬프데스크, 오류, 로그.
     "ko": {
@@ -320,6 +323,7 @@ WEB_LABELS = {
         "kb_button": "검색", "kb_match": "항목 {total}개 중 {n}개가 “{q}”와 일치합니다.",
         "kb_total": "항목 {total}개.",
         "kb_nothing": "일치하는 항목이 없습니다. 단어를 줄이거나 정확한 오류 메시지로 검색하세요.",
+        "sev_error": "오류", "sev_warning": "경고",
     },
 }
 
