@@ -162,3 +162,25 @@ def test_first_fix_visible_on_a_phone_without_scrolling(live_server):
         assert box["x"] >= 0 and box["x"] + box["width"] <= 390, box
         assert page.evaluate("window.scrollY") == 0
         browser.close()
+
+
+@pytest.mark.parametrize("locale, paste, diagnose", [("hr-HR", "Zalijepite log", "Dijagnosticiraj"),
+                                                    ("ko-KR", "로그 붙여 넣기", "진단하기")])
+def test_translated_result_page_still_shows_the_first_fix_on_a_phone(live_server, locale, paste, diagnose):
+    """The translated labels (longer in Croatian) keep the first fix on a 390 x 844 phone's first
+    screen, with no sideways scrolling; the browser's own Accept-Language chooses the language."""
+    from playwright.sync_api import sync_playwright
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=_chromium(), args=ARGS)
+        page = browser.new_page(viewport={"width": 390, "height": 844}, is_mobile=True, locale=locale)
+        page.goto(live_server + "/")
+        page.get_by_label(paste).fill(OOM_LOG)
+        page.get_by_role("button", name=diagnose).click()
+        page.wait_for_url("**/s/*")
+        first = page.locator(".finding .fixes > li").first
+        box = first.locator("h4").bounding_box()
+        assert box is not None and box["y"] >= 0 and box["y"] + box["height"] <= 844, box
+        assert box["x"] >= 0 and box["x"] + box["width"] <= 390, box
+        assert page.evaluate("window.scrollY") == 0
+        assert page.evaluate("document.documentElement.scrollWidth") <= 390
+        browser.close()

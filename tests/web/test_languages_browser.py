@@ -79,8 +79,11 @@ def test_result_page_in_serbian_cyrillic_then_croatian_in_chromium(app, site_kb)
             context = browser.new_context(locale="sr-Cyrl-RS", viewport={"width": 390, "height": 844})
             page = context.new_page()
             page.goto(base + "/")
-            page.get_by_label("Paste the log").fill(OOM)
-            page.get_by_role("button", name="Diagnose").click()
+            from gpu_troubleshooter.web.messages import web_label
+            paste, diagnose = web_label("sr-Cyrl", "idx_paste"), web_label("sr-Cyrl", "idx_submit")
+            assert re.search(r"[\u0400-\u04ff]", paste + diagnose)   # the form is in Cyrillic too
+            page.get_by_label(paste).fill(OOM)
+            page.get_by_role("button", name=diagnose).click()
             page.wait_for_url("**/s/*")
             heading = page.locator("#f0-title")
             heading.wait_for(state="visible", timeout=15_000)

@@ -67,10 +67,56 @@ def _site():
 
 
 def msg(key, **fields):
-    """One string of the message catalog (render.LABELS) in the reader's language."""
-    from ..render import label
-    text = label(ui_lang(), key, _site())
+    """One string of the message catalog (web.messages.WEB_LABELS, then render.LABELS) in the
+    reader's language; Jinja escapes it like any other text."""
+    from .messages import web_label
+    text = web_label(ui_lang(), key, _site())
     return text.format(**fields) if fields else text
+
+
+def msg_html(key, **fields):
+    """A catalog string with markup in its fields (a <code> span): the string itself and every
+    field that is not Markup are escaped."""
+    from markupsafe import Markup, escape
+
+    from .messages import web_label
+    return Markup(escape(web_label(ui_lang(), key, _site()))).format(**fields)
+
+
+def code(text):
+    from markupsafe import Markup
+    return Markup("<code>%s</code>") % text
+
+
+def user_status(status):
+    """A helpdesk ticket's status as the submitter reads it."""
+    from .messages import WEB_LABELS
+    key = f"status_{status}"
+    return msg(key) if key in WEB_LABELS["en"] else STATUS_LABELS.get(status, status)
+
+
+def severity(name):
+    """An entry's severity (error, warning) as the badge shows it."""
+    from .messages import WEB_LABELS
+    return msg(f"sev_{name}") if f"sev_{name}" in WEB_LABELS["en"] else name
+
+
+def scan_error(text):
+    """A stored scan error (service.py's own words) in the reader's language; an error the
+    reader module gave (an unreadable or binary file) is shown as stored."""
+    from .service import INTERNAL_ERRORS, INTERRUPTED
+    key = "dg_interrupted" if text == INTERRUPTED else "dg_internal" if text in INTERNAL_ERRORS else None
+    return msg(key) if key else text
+
+
+def key_line_note(k):
+    """What can be said of one key line (a stored dict) in the reader's language."""
+    from types import SimpleNamespace
+
+    from ..render import key_line_explanation
+    fields = {"kind": "", "origin": "", "exception": "", "package": "", "frame": "", "explanation": ""}
+    fields.update({key: value for key, value in (k or {}).items() if key in fields})
+    return key_line_explanation(SimpleNamespace(**fields), ui_lang())
 
 
 def fallback_note(f):
@@ -154,10 +200,11 @@ def short_fixes(fixes, n=3):
 
 def init_app(app):
     app.jinja_env.filters.update(t=_text, bytes=human_bytes, when=when, percent=percent,
-                                 status_label=lambda s: STATUS_LABELS.get(s, s),
+                                 status_label=lambda s: STATUS_LABELS.get(s, s), user_status=user_status, scan_error=scan_error, severity=severity,
                                  localise=localise_diagnosis, localise_entry=localise_entry)
     app.jinja_env.globals.update(ui_lang=ui_lang, lang_url=lang_url, lang_names=LANG_NAMES, short_fixes=short_fixes,
-                                 msg=msg, fallback_note=fallback_note)
+                                 msg=msg, msg_html=msg_html, code=code, fallback_note=fallback_note,
+                                 key_line_note=key_line_note)
     app.after_request(_remember_lang)
     from .auth import current_staff
     app.jinja_env.globals.update(current_staff=current_staff, status_labels=STATUS_LABELS)

@@ -13,7 +13,12 @@ BODY_IN_MEMORY = 1 << 20  # a raw body up to this size is held in memory, not sp
 
 
 class BadInput(Exception):
-    """The request does not hold a usable log or facts; the message is for the user."""
+    """The request does not hold a usable log or facts; the message is for the user (English, as
+    the API returns it); `key` and `fields` name it in the web catalog (web/messages.py)."""
+
+    def __init__(self, message, key="", **fields):
+        super().__init__(message)
+        self.key, self.fields = key, fields
 
 
 class LogInput:
@@ -40,14 +45,14 @@ def log_from_form(field="logfile", text_field="log"):
         size = os.fstat(raw.fileno()).st_size
         if size == 0:
             raw.close()
-            raise BadInput("the uploaded file is empty")
+            raise BadInput("the uploaded file is empty", "err_empty_file")
         from .intake import display_name
         return LogInput(raw, size, display_name(upload.filename))
     text = request.form.get(text_field, "")
     if text.strip():
         data = text.encode("utf-8")
         return LogInput(io.BytesIO(data), len(data), "pasted log")
-    raise BadInput("paste a log or choose a file to upload")
+    raise BadInput("paste a log or choose a file to upload", "err_no_log")
 
 
 def log_from_body():
@@ -90,11 +95,11 @@ def parse_facts(data):
     if not data or not data.strip():
         return None
     if len(data) > MAX_FACTS:
-        raise BadInput("the facts document is larger than 2 MiB")
+        raise BadInput("the facts document is larger than 2 MiB", "err_facts_big")
     try:
         facts = json.loads(data)
     except (ValueError, UnicodeDecodeError) as exc:
-        raise BadInput(f"the facts are not valid JSON: {exc}") from None
+        raise BadInput(f"the facts are not valid JSON: {exc}", "err_facts_json", detail=str(exc)) from None
     if not isinstance(facts, dict):
-        raise BadInput("the facts must be a JSON object (the probe's output)")
+        raise BadInput("the facts must be a JSON object (the probe's output)", "err_facts_object")
     return facts

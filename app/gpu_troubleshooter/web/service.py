@@ -26,9 +26,11 @@ class Busy(Exception):
     """The background queue is full: the client should retry later (503 + Retry-After)."""
 
     retry_after = 30
+    key = "err_busy"  # its message in the web catalog (web/messages.py)
 
 
 INTERRUPTED = "the scan was interrupted (the service restarted or failed); please submit the log again"
+INTERNAL_ERRORS = ("internal error while scanning the log; please submit it again", "internal error while scanning the log")
 
 
 def knowledge_base(app=None):
@@ -100,7 +102,7 @@ def create_submission(raw, size, source, facts=None, gzip_hint=False):
         row.state, row.error = "error", str(exc)
     except Exception:  # stored as failed, with a reason the user sees
         log.exception("scan of a new submission failed")
-        row.state, row.error = "error", "internal error while scanning the log; please submit it again"
+        row.state, row.error = "error", INTERNAL_ERRORS[0]
     session.add(row)
     session.commit()
     return row
@@ -150,7 +152,7 @@ def _scan_in_background(app, submission_id, raw, facts, source):
             row.state, row.error = "error", str(exc)
         except Exception:  # never leave it "processing" forever
             log.exception("background scan of submission %s failed", submission_id)
-            row.state, row.error = "error", "internal error while scanning the log"
+            row.state, row.error = "error", INTERNAL_ERRORS[1]
         session.commit()
     finally:
         raw.close()

@@ -4,6 +4,7 @@ from sqlalchemy import text
 
 from . import db
 from .extensions import limiter, submit_limit
+from .filters import msg
 from .inputs import BadInput, facts_from_form, log_from_form
 from .service import (Busy, answer_from_submitter, create_submission, find_submission, forget, record_feedback,
                       send_to_helpdesk)
@@ -25,17 +26,23 @@ def submit():
         facts = facts_from_form()
         log_input = log_from_form()
     except BadInput as exc:
-        return render_template("index.html", error=str(exc), form=request.form,
+        return render_template("index.html", error=_said(exc), form=request.form,
                                max_bytes=current_app.config["MAX_CONTENT_LENGTH"]), 400
     try:
         row = create_submission(log_input.raw, log_input.size, log_input.source, facts, log_input.gzip)
     except Busy as exc:
         log_input.raw.close()
-        return render_template("index.html", error=str(exc), form=request.form,
+        return render_template("index.html", error=_said(exc), form=request.form,
                                max_bytes=current_app.config["MAX_CONTENT_LENGTH"]), 503, {"Retry-After": str(exc.retry_after)}
     if row.state != "processing":
         log_input.raw.close()
     return redirect(url_for("public.result", token=row.share_token), code=303)
+
+
+def _said(exc):
+    """An input error in the reader's language (its English text when the catalog lacks it)."""
+    key = getattr(exc, "key", "")
+    return msg(key, **getattr(exc, "fields", {})) if key else str(exc)
 
 
 def _submission(token, scanned=False):
@@ -64,7 +71,7 @@ def result(token):
 def helpdesk(token):
     row = _submission(token, scanned=True)
     send_to_helpdesk(row, request.form.get("contact", ""), request.form.get("message", ""))
-    flash("Sent to the helpdesk. Keep this page's link: the helpdesk sees the same diagnosis.")
+    flash(msg("fl_sent"))
     return redirect(url_for("public.result", token=token, _anchor="helpdesk"), code=303)
 
 
@@ -77,9 +84,9 @@ def feedback(token):
         record_feedback(row, request.form.get("verdict", ""), request.form.get("comment", ""),
                         int(fix) if fix.isascii() and fix.isdigit() else None)
     except ValueError as exc:
-        flash(str(exc))
+        flash(msg("fl_fix") if str(exc).startswith("fix ") else msg("fl_verdict"))
         return redirect(url_for("public.result", token=token, _anchor="feedback"), code=303)
-    flash("Thank you: your answer helps the helpdesk improve this diagnosis.")
+    flash(msg("fl_thanks"))
     return redirect(url_for("public.result", token=token, _anchor="feedback"), code=303)
 
 
@@ -91,7 +98,7 @@ def reply(token):
     if row.ticket is None or not text:
         abort(400)
     answer_from_submitter(row, text)
-    flash("Your answer was added to your helpdesk request.")
+    flash(msg("fl_answer"))
     return redirect(url_for("public.result", token=token, _anchor="helpdesk"), code=303)
 
 
@@ -102,7 +109,7 @@ def delete(token):
     if request.form.get("confirm") != "yes":
         abort(400)
     forget(db.session(), [row])
-    flash("Your submission, its log lines and any helpdesk request were deleted.")
+    flash(msg("fl_deleted"))
     return redirect(url_for("public.index"), code=303)
 
 
