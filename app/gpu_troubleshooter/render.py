@@ -251,14 +251,20 @@ def label(lang, key, site=None):
     """One string of the message catalog in `lang`, along the same fallback chain as the entries
     (i18n.fallback_chain: sr <-> hr, a site's lang_fallbacks, then English); sr-Cyrl is the
     Serbian string transliterated (i18n.to_cyrillic: `code` and {placeholders} stay)."""
+    return catalog_label(LABELS, lang, key, site)
+
+
+def catalog_label(catalog, lang, key, site=None):
+    """`key` of a {lang: {key: text}} catalog in `lang`, along the fallback chain described in
+    label(); the web's own catalog (web/messages.py) uses it too."""
     if lang == "en" or not lang:
-        return LABELS["en"][key]
+        return catalog["en"][key]
     from .i18n import CYRILLIC, fallback_chain, to_cyrillic
     for code in fallback_chain(lang, site):
-        found = LABELS.get("sr" if code == CYRILLIC else code, {}).get(key)
+        found = catalog.get("sr" if code == CYRILLIC else code, {}).get(key)
         if found:
             return to_cyrillic(found) if code == CYRILLIC else found
-    return LABELS["en"][key]
+    return catalog["en"][key]
 
 
 SHORT_FIXES = 3

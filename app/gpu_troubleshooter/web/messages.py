@@ -331,14 +331,5 @@ WEB_LABELS = {
 def web_label(lang, key, site=None):
     """One web string in `lang` along the catalog's fallback chain; a key this catalog does not
     hold is looked up in render.LABELS (the first screen's words, shared with the CLI)."""
-    if key not in WEB_LABELS["en"]:
-        from ..render import label
-        return label(lang, key, site)
-    if lang == "en" or not lang:
-        return WEB_LABELS["en"][key]
-    from ..i18n import CYRILLIC, fallback_chain, to_cyrillic
-    for code in fallback_chain(lang, site):
-        found = WEB_LABELS.get("sr" if code == CYRILLIC else code, {}).get(key)
-        if found:
-            return to_cyrillic(found) if code == CYRILLIC else found
-    return WEB_LABELS["en"][key]
+    from ..render import LABELS, catalog_label
+    return catalog_label(WEB_LABELS if key in WEB_LABELS["en"] else LABELS, lang, key, site)
