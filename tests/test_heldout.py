@@ -65,11 +65,11 @@ def test_every_case_is_complete(manifest, cases):
 
 
 def test_batches_are_recorded(manifest, cases):
-    """Batches 2 and 3 were collected after batch 1 had been seen: their cases and queries say so."""
+    """Batches 2-4 were collected after batch 1 had been seen: their cases and queries say so."""
     queries = {q["id"]: q for q in manifest["queries"]}
     for c in cases:
         batch = c.get("batch", 1)
-        assert batch in (1, 2, 3), f"{c['file']}: batch {batch!r}"
+        assert batch in (1, 2, 3, 4), f"{c['file']}: batch {batch!r}"
         assert queries[c["query"]].get("batch", 1) == batch, f"{c['file']}: query {c['query']} is not a batch-{batch} query"
     for qid, q in queries.items():
         if q.get("batch", 1) >= 2:
@@ -92,6 +92,17 @@ def test_batch3_is_measurable(cases):
     clean = [c for c in b3 if c["file"].startswith("logs/clean/")]
     assert len(failures) >= 60, f"batch 3 has {len(failures)} failure logs"
     assert clean, "batch 3 has no clean log"
+    assert all(c["label"] == "none" for c in clean)
+    assert all(c["label"] != "none" for c in failures)
+
+
+def test_batch4_is_measurable(cases):
+    """Batch 4 is the fresh estimate for the knowledge base as of 2026-11-27: >= 50 failures, >= 10 clean logs."""
+    b4 = [c for c in cases if c.get("batch", 1) == 4]
+    failures = [c for c in b4 if c["file"].startswith("logs/failure/")]
+    clean = [c for c in b4 if c["file"].startswith("logs/clean/")]
+    assert len(failures) >= 50, f"batch 4 has {len(failures)} failure logs"
+    assert len(clean) >= 10, f"batch 4 has {len(clean)} clean logs"
     assert all(c["label"] == "none" for c in clean)
     assert all(c["label"] != "none" for c in failures)
 
