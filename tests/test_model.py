@@ -43,6 +43,18 @@ def test_text_falls_back_to_english():
     assert Text.of("plain").get("sr") == "plain" and t.languages[0] == "en"
 
 
+def test_the_result_records_are_typed_too():
+    """Findings and diagnoses carry typed fields (as the model does), so mypy checks what renderers read."""
+    from typing import get_type_hints
+
+    from gpu_troubleshooter.findings import Diagnosis, Evidence, Finding
+    from gpu_troubleshooter.model import Entry
+    hints = get_type_hints(Finding, localns={"Entry": Entry})
+    assert hints["entry"] is Entry and hints["evidence"] == tuple[Evidence, ...]
+    assert hints["values"] == tuple[tuple[str, str], ...] and hints["confirmed_by"] == tuple[str, ...]
+    assert get_type_hints(Diagnosis)["findings"] == tuple[Finding, ...]
+
+
 def test_files_inside_an_entrys_folder_are_not_entries(tmp_path):
     (tmp_path / "area" / "quirk" / "i18n").mkdir(parents=True)
     (tmp_path / "area" / "quirk" / "notes").mkdir()
