@@ -142,6 +142,20 @@ def test_re2_fallback_scanner_agrees_with_hyperscan(demo, monkeypatch):
     assert got == expected and got
 
 
+def test_re2_fallback_takes_the_whole_bundled_kb(kb, monkeypatch, capfd):
+    """Where no Hyperscan wheel exists (aarch64, macOS) the RE2 set holds every bundled
+    signature: RE2's default 8 MiB budget could not compile it (every diagnosis crashed),
+    and a budget too small for its DFA falls back to the slow NFA, logging on stderr."""
+    from gpu_troubleshooter import engine, scanner
+    monkeypatch.setattr(scanner, "hyperscan", None)
+    monkeypatch.setattr(engine, "_COMPILED", {})
+    log = NOISE + "gpu042:1:2 [3] NCCL WARN NET/IB : Got async event : GID table change\n" * 50 + OOM + "\n" + NOISE
+    d = diagnose_text(log, kb)
+    assert engine.compile_kb(kb).scanner.backend == "re2"
+    assert [f.id for f in d.findings][:1] == ["cuda-oom"]
+    assert "out of memory" not in capfd.readouterr().err  # RE2's "DFA out of memory" warning
+
+
 class _Lines(io.RawIOBase):
     """A log of `n` repeated lines, produced as it is read: the test's own memory stays flat."""
 

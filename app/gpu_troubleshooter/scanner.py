@@ -50,6 +50,10 @@ PROBE = 8 * 1024           # bytes looked at (twice per chunk) to tell whether a
 RUN_HEAD = 6               # of a run of identical lines, the first this many (and the last) are scanned:
 RUN_MIN = RUN_HEAD + 2     # enough for the engine's strongest-then-earliest evidence to pick the same lines
 RUN_GIVE_UP = 256          # lines in a row without a run: the rest of the chunk is scanned as it is
+# RE2's memory budget for the whole-KB alternation and set (no Hyperscan): a cap that
+# its compiled programs and lazily built DFA states may grow to, not an allocation.
+# RE2's default (8 MiB) cannot compile the set of the bundled KB's ~1,500 signatures.
+RE2_MAX_MEM = 256 << 20
 
 
 @dataclass(frozen=True)
@@ -170,9 +174,11 @@ class Scanner:
         else:
             import re2
             self.backend = "re2"
+            options = re2.Options()
+            options.max_mem = RE2_MAX_MEM
             alternation = "|".join(f"(?:{p})" if cs else f"(?i:{p})" for p, cs in self.patterns)
-            self._any = re2.compile(("(?m)" + alternation).encode())
-            self._set = re2.Set.SearchSet(re2.Options())
+            self._any = re2.compile(("(?m)" + alternation).encode(), options)
+            self._set = re2.Set.SearchSet(options)
             for p, cs in self.patterns:
                 self._set.Add((("" if cs else "(?i)") + "(?m)" + p).encode())
             self._set.Compile()
