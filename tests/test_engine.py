@@ -156,6 +156,22 @@ def test_re2_fallback_takes_the_whole_bundled_kb(kb, monkeypatch, capfd):
     assert "out of memory" not in capfd.readouterr().err  # RE2's "DFA out of memory" warning
 
 
+@pytest.mark.parametrize("example", [
+    "scheduler/slurm-invalid-constraint/must-match/tool-wrapped.log",        # 'Invalid\\s+feature' over a wrap
+    "scheduler/slurm-mem-request-invalid/must-match/submitit-wrapped-80col.log",  # 'failed):\\s*\\n\\s*Memory'
+])
+def test_re2_fallback_finds_a_signature_that_runs_over_a_hard_wrap(kb, monkeypatch, example):
+    """Hyperscan finds a signature that continues on the next line even where another
+    signature matched earlier on the first line; the RE2 fallback must find it too."""
+    from gpu_troubleshooter import engine, scanner
+    from gpu_troubleshooter.knowledge import bundled_dir
+    path = bundled_dir() / example
+    expected = path.parent.parent.name
+    monkeypatch.setattr(scanner, "hyperscan", None)
+    monkeypatch.setattr(engine, "_COMPILED", {})
+    assert [f.id for f in diagnose_path(path, kb).findings][:1] == [expected]
+
+
 class _Lines(io.RawIOBase):
     """A log of `n` repeated lines, produced as it is read: the test's own memory stays flat."""
 

@@ -383,7 +383,10 @@ class Scanner:
             start = nl + 1 if nl >= 0 else pos
             end = chunk.find(b"\n", m.end())
             end = len(chunk) if end < 0 else end
-            line = chunk[start:end]
+            # the line and the next one: a signature may run over a hard wrap (Hyperscan
+            # finds it even where another one matched earlier on the first line)
+            wrap = chunk.find(b"\n", end + 1) if end < len(chunk) else -1
+            line = chunk[start:(len(chunk) if wrap < 0 else wrap)]
             for pid in self._set.Match(line) or ():
                 if not need[pid]:
                     continue
