@@ -99,6 +99,15 @@ def test_excluded_lines_never_take_the_slot_of_real_evidence(demo):
     assert dict(d.findings[0].values)["requested"] == "1.00 GiB"
 
 
+def test_one_long_line_is_one_evidence_row_not_every_slot(bundled):
+    # Each signature's match in a line longer than the segment window gave its own
+    # window around it: the same line four times as evidence, the later OOM line left out
+    long_line = "y" * 5000 + " " + OOM + " " + "y" * 5000
+    d = diagnose_text("epoch 1\n" + long_line + "\nother\n" + OOM + "\n", bundled)
+    assert ids(d)[:1] == ["cuda-oom"] and [e.line for e in d.findings[0].evidence] == [2, 4]
+    assert dict(d.findings[0].values)["requested"] == "2.00 GiB"
+
+
 def test_the_strongest_evidence_is_kept(demo):
     # 200 lines of the weak signature first, then the one line that proves it
     weak = "Tried to allocate 3 MiB for the cache\n"

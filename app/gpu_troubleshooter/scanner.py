@@ -490,6 +490,7 @@ class _ChunkState:
         # `newlines` counts the chunk as given: a collapsed one (skips) numbers from its start only
         self.lines = _Lines(chunk, first_line_no, end, newlines if skips is None else None)
         self.seen = set()
+        self.last = {}  # group -> (start, end) of the segment last handed over for it
         self.skips = skips
         self.skip_at = [at for at, _ in skips] if skips else None
 
@@ -501,10 +502,18 @@ class _ChunkState:
             i = bisect.bisect_right(self.skip_at, off) - 1
             if i >= 0:
                 line_no += self.skips[i][1]
+        group = self.groups[pid]
+        last = self.last.get(group)
+        if last is not None and last[0] <= off < last[1]:
+            # inside the window just handed over (a line longer than MAX_SEGMENT): the
+            # engine finds this signature there itself; a second window would be the
+            # same line again, taking an evidence slot from another line
+            return last[1]
         seg_start, seg_end = _segment(chunk, self.end, line_start, off)
-        key = (seg_start, self.groups[pid])
+        key = (seg_start, group)
         if key not in self.seen:
             self.seen.add(key)
+            self.last[group] = (seg_start, seg_end)
             self.on_hit(LineHit(line_no, bytes(chunk[seg_start:seg_end]), _around(chunk, self.end, line_start, seg_end),
                                 frozenset((pid,))))
         return seg_end
