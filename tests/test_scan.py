@@ -148,6 +148,19 @@ def test_nothing_at_match_time_uses_python_re():
     assert re  # the normaliser's fixed ANSI/rank regexes are ours, bounded and linear
 
 
+def test_a_site_entry_with_thousands_of_signatures_is_not_fatal():
+    # the engine's per-entry RE2 set of signatures (which of them are on a line) did not
+    # compile in RE2's default 8 MiB budget: every diagnosis crashed on the entry's first line
+    huge = _entry("site-huge", [Signature(f"MYSITE_HUGE_{i:05d} failure code {i}", 0.9, False) for i in range(8000)])
+    oom = _entry("oom", [Signature("CUDA out of memory", 1.0, False)])
+    d, _ = _runs_within(60, lambda: diagnose_text("MYSITE_HUGE_07345 failure code 7345\n" + OOM + "\n", _kb(huge, oom)))
+    assert sorted(ids(d)) == ["oom", "site-huge"]
+    with pytest.MonkeyPatch.context() as mp:  # a set RE2 cannot take at all: the scanner's report still counts
+        mp.setattr(engine, "RE2_MAX_MEM", 1 << 20)
+        d = diagnose_text("MYSITE_HUGE_07345 failure code 7345\n" + OOM + "\n", _kb(huge, oom))
+    assert sorted(ids(d)) == ["oom", "site-huge"]
+
+
 def test_an_entry_re2_cannot_compile_is_skipped_not_fatal():
     bad = _entry("site-bad", [Signature("MARKER", 1.0, False)], exclude=[Signature(r"(?<=x)y", 1.0, False)])
     oom = _entry("oom", [Signature("CUDA out of memory", 1.0, False)])
