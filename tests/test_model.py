@@ -246,6 +246,26 @@ def test_kb_validate_warns_about_a_prefix_signature_without_failing(isolated):
     assert "1 warning(s)" in out
 
 
+def test_the_prefix_warning_is_not_quadratic_in_the_signatures():
+    # every pair was compared: 5,000 signatures took 6 s, 20,000 about 100 s of `kb validate`
+    import re
+    import threading
+
+    from gpu_troubleshooter.model import Entry, Signature
+    from gpu_troubleshooter.validate import prefix_warnings
+    texts = [f"MYSITE_HUGE_{i:05d} failure code {i}" for i in range(20_000)] + ["MYSITE_HUGE_00042 failure"]
+    entry = Entry(id="huge", path="/site/huge.yaml",
+                  signatures=tuple(Signature(re.escape(t), 0.9, False, line=n) for n, t in enumerate(texts, 7)))
+    box = {}
+    worker = threading.Thread(target=lambda: box.setdefault("out", prefix_warnings(entry)), daemon=True)
+    worker.start()
+    worker.join(20)
+    assert "out" in box, "prefix_warnings still running after 20 s"
+    [warning] = box["out"]
+    assert warning.line == 20_007 and "signatures[20001] ('MYSITE_HUGE_00042 failure') is a prefix of signatures[43]" \
+        in warning.message
+
+
 def test_bundled_entries_skip_the_re2_compile_at_run_time_but_kb_validate_checks_them(isolated, monkeypatch):
     from gpu_troubleshooter import knowledge
     fake_bundled = isolated / "bundled"
