@@ -148,6 +148,7 @@ def test_re2_fallback_takes_the_whole_bundled_kb(kb, monkeypatch, capfd):
     and a budget too small for its DFA falls back to the slow NFA, logging on stderr."""
     from gpu_troubleshooter import engine, scanner
     monkeypatch.setattr(scanner, "hyperscan", None)
+    monkeypatch.setattr(scanner, "RE2_LOG_ERRORS", True)  # so that a budget too small shows
     monkeypatch.setattr(engine, "_COMPILED", {})
     log = NOISE + "gpu042:1:2 [3] NCCL WARN NET/IB : Got async event : GID table change\n" * 50 + OOM + "\n" + NOISE
     d = diagnose_text(log, kb)

@@ -161,6 +161,30 @@ def test_a_site_entry_with_thousands_of_signatures_is_not_fatal():
     assert sorted(ids(d)) == ["oom", "site-huge"]
 
 
+def test_re2_fallback_keeps_its_dfa_budget_messages_off_stderr(monkeypatch, capfd):
+    # a KB too big for RE2's DFA budget (a huge site KB, no Hyperscan) is still scanned,
+    # by the NFA, without RE2 logging "DFA out of memory" at every search
+    from gpu_troubleshooter import scanner
+    monkeypatch.setattr(scanner, "hyperscan", None)
+    monkeypatch.setattr(scanner, "RE2_MAX_MEM", 2 << 20)  # compiles; its DFA runs out while searching
+    sigs = [Signature(f"MYSITE_QUIRK_{i:04d} failure code {i} on node [a-z]+[0-9]{{1,4}}", 0.9, False) for i in range(400)]
+    kb = _kb(_entry("site-quirk", sigs))
+    d = diagnose_text(NOISE + "MYSITE_QUIRK_0123 failure code 123 on node gpu42\n" + NOISE * 20, kb)
+    assert engine.compile_kb(kb).scanner.backend == "re2" and ids(d) == ["site-quirk"]
+    assert "DFA out of memory" not in capfd.readouterr().err
+
+
+def test_re2_set_that_finds_nothing_where_the_alternation_matched_is_checked_one_by_one(monkeypatch):
+    # RE2's set answers "no match" when its DFA runs out of budget: the line is not lost
+    from gpu_troubleshooter import scanner
+    monkeypatch.setattr(scanner, "hyperscan", None)
+    s = scanner.Scanner([("alpha", False), ("CUDA out of memory", False)])
+    monkeypatch.setattr(s, "_set", SimpleNamespace(Match=lambda line: []))
+    hits = []
+    s.scan(b"step 1\n" + OOM.encode() + b"\n", 1, need=[True, True], on_hit=hits.append)
+    assert [(h.line_no, sorted(h.pattern_ids)) for h in hits] == [(2, [1])]
+
+
 def test_an_entry_re2_cannot_compile_is_skipped_not_fatal():
     bad = _entry("site-bad", [Signature("MARKER", 1.0, False)], exclude=[Signature(r"(?<=x)y", 1.0, False)])
     oom = _entry("oom", [Signature("CUDA out of memory", 1.0, False)])

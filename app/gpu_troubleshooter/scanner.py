@@ -54,6 +54,9 @@ RUN_GIVE_UP = 256          # lines in a row without a run: the rest of the chunk
 # its compiled programs and lazily built DFA states may grow to, not an allocation.
 # RE2's default (8 MiB) cannot compile the set of the bundled KB's ~1,500 signatures.
 RE2_MAX_MEM = 256 << 20
+# A DFA out of that budget (a huge site KB) falls back to the slower NFA, and RE2
+# would log "DFA out of memory" on stderr at every search: not the user's business.
+RE2_LOG_ERRORS = False
 
 
 @dataclass(frozen=True)
@@ -174,8 +177,9 @@ class Scanner:
         else:
             import re2
             self.backend = "re2"
-            options = re2.Options()
+            self._options = options = re2.Options()
             options.max_mem = RE2_MAX_MEM
+            options.log_errors = RE2_LOG_ERRORS
             alternation = "|".join(f"(?:{p})" if cs else f"(?i:{p})" for p, cs in self.patterns)
             self._any = re2.compile(("(?m)" + alternation).encode(), options)
             self._set = re2.Set.SearchSet(options)
@@ -373,6 +377,15 @@ class Scanner:
             if need[pid]:
                 state.hit(off, pid)
 
+    def _one(self, pid):
+        """Pattern `pid` alone, compiled on first use (RE2)."""
+        rx = self._each[pid]
+        if rx is None:
+            import re2
+            p, cs = self.patterns[pid]
+            rx = self._each[pid] = re2.compile((("" if cs else "(?i)") + "(?m)" + p).encode(), self._options)
+        return rx
+
     def _scan_re2(self, chunk, need, state):
         pos = 0
         while pos < len(chunk):
@@ -387,14 +400,13 @@ class Scanner:
             # finds it even where another one matched earlier on the first line)
             wrap = chunk.find(b"\n", end + 1) if end < len(chunk) else -1
             line = chunk[start:(len(chunk) if wrap < 0 else wrap)]
-            for pid in self._set.Match(line) or ():
+            pids = self._set.Match(line)
+            if not pids:  # _any matched here, so the set's DFA ran out of its budget (RE2 then says "none")
+                pids = [pid for pid in range(len(self.patterns)) if need[pid] and self._one(pid).search(line)]
+            for pid in pids:
                 if not need[pid]:
                     continue
-                rx = self._each[pid]
-                if rx is None:
-                    import re2
-                    p, cs = self.patterns[pid]
-                    rx = self._each[pid] = re2.compile((("" if cs else "(?i)") + "(?m)" + p).encode())
+                rx = self._one(pid)
                 for lm in rx.finditer(line):
                     if not need[pid]:
                         break
