@@ -85,6 +85,19 @@ def test_at_most_three_files_per_kind_and_no_temporary_files(cache):
     assert KEEP_PER_KIND == 3 and names == ["hs-key3.db", "hs-key4.db", "hs-key5.db", "kb-k.pickle"]
 
 
+def test_a_kind_whose_name_starts_another_does_not_share_its_files(cache):
+    """The scanner stores kinds "hs" and "hs-all": storing "hs" databases must
+    neither count nor evict the "hs-all" ones (each kind keeps its own three)."""
+    cache.store_bytes("hs-all", "a1", b"all", "db")
+    os.utime(cache.root / "hs-all-a1.db", (0, 0))  # the oldest file of all: the first evicted were it an "hs" one
+    for n in range(1, KEEP_PER_KIND + 2):
+        cache.store_bytes("hs", f"k{n}", b"one", "db")
+        os.utime(cache.root / f"hs-k{n}.db", (n, n))
+    assert cache.load_bytes("hs-all", "a1", "db") == b"all"
+    assert sorted(cache.keys("hs", "db")) == [f"k{n}" for n in range(2, KEEP_PER_KIND + 2)]
+    assert cache.keys("hs-all", "db") == ["a1"]
+
+
 def test_an_unwritable_cache_costs_time_not_answers(tmp_path):
     blocker = tmp_path / "file"
     blocker.write_text("a file where the cache folder should be")

@@ -52,6 +52,26 @@ def test_human_output_puts_fix_before_evidence_and_no_colour_off_a_tty(tmp_path)
     assert "\x1b[" not in run_cli("--color", "never", log, env=DEMO_ONLY).stdout.decode()
 
 
+def test_no_color_turns_auto_colour_off_on_a_terminal(monkeypatch):
+    """The auto case the subprocess test above cannot reach (its stdout is a pipe, never a tty)."""
+    from gpu_troubleshooter.cli import _use_colour
+
+    class Tty:
+        def isatty(self):
+            return True
+
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    monkeypatch.setenv("TERM", "xterm")
+    assert _use_colour("auto", Tty())
+    monkeypatch.setenv("NO_COLOR", "")  # empty: not set (no-color.org)
+    assert _use_colour("auto", Tty())
+    monkeypatch.setenv("NO_COLOR", "1")
+    assert not _use_colour("auto", Tty()) and _use_colour("always", Tty())
+    monkeypatch.delenv("NO_COLOR")
+    monkeypatch.setenv("TERM", "dumb")
+    assert not _use_colour("auto", Tty())
+
+
 def test_stdin_gzip_and_globs(tmp_path):
     r = run_cli("--json", "-", stdin=gzip.compress(OOM.encode()), env=DEMO_ONLY)
     assert r.returncode == 1 and json.loads(r.stdout)["findings"][0]["id"] == "demo-oom"

@@ -142,6 +142,37 @@ def test_re2_fallback_scanner_agrees_with_hyperscan(demo, monkeypatch):
     assert got == expected and got
 
 
+def test_re2_fallback_takes_the_whole_bundled_kb(kb, monkeypatch, capfd):
+    """Where no Hyperscan wheel exists (aarch64, macOS) the RE2 set holds every bundled
+    signature: RE2's default 8 MiB budget could not compile it (every diagnosis crashed),
+    and a budget too small for its DFA falls back to the slow NFA, logging on stderr."""
+    from gpu_troubleshooter import engine, scanner
+    monkeypatch.setattr(scanner, "hyperscan", None)
+    monkeypatch.setattr(scanner, "RE2_LOG_ERRORS", True)  # so that a budget too small shows
+    monkeypatch.setattr(engine, "_COMPILED", {})
+    log = NOISE + "gpu042:1:2 [3] NCCL WARN NET/IB : Got async event : GID table change\n" * 50 + OOM + "\n" + NOISE
+    d = diagnose_text(log, kb)
+    assert engine.compile_kb(kb).scanner.backend == "re2"
+    assert [f.id for f in d.findings][:1] == ["cuda-oom"]
+    assert "out of memory" not in capfd.readouterr().err  # RE2's "DFA out of memory" warning
+
+
+@pytest.mark.parametrize("example", [
+    "scheduler/slurm-invalid-constraint/must-match/tool-wrapped.log",        # 'Invalid\\s+feature' over a wrap
+    "scheduler/slurm-mem-request-invalid/must-match/submitit-wrapped-80col.log",  # 'failed):\\s*\\n\\s*Memory'
+])
+def test_re2_fallback_finds_a_signature_that_runs_over_a_hard_wrap(kb, monkeypatch, example):
+    """Hyperscan finds a signature that continues on the next line even where another
+    signature matched earlier on the first line; the RE2 fallback must find it too."""
+    from gpu_troubleshooter import engine, scanner
+    from gpu_troubleshooter.knowledge import bundled_dir
+    path = bundled_dir() / example
+    expected = path.parent.parent.name
+    monkeypatch.setattr(scanner, "hyperscan", None)
+    monkeypatch.setattr(engine, "_COMPILED", {})
+    assert [f.id for f in diagnose_path(path, kb).findings][:1] == [expected]
+
+
 class _Lines(io.RawIOBase):
     """A log of `n` repeated lines, produced as it is read: the test's own memory stays flat."""
 

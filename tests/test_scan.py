@@ -99,6 +99,15 @@ def test_excluded_lines_never_take_the_slot_of_real_evidence(demo):
     assert dict(d.findings[0].values)["requested"] == "1.00 GiB"
 
 
+def test_one_long_line_is_one_evidence_row_not_every_slot(bundled):
+    # Each signature's match in a line longer than the segment window gave its own
+    # window around it: the same line four times as evidence, the later OOM line left out
+    long_line = "y" * 5000 + " " + OOM + " " + "y" * 5000
+    d = diagnose_text("epoch 1\n" + long_line + "\nother\n" + OOM + "\n", bundled)
+    assert ids(d)[:1] == ["cuda-oom"] and [e.line for e in d.findings[0].evidence] == [2, 4]
+    assert dict(d.findings[0].values)["requested"] == "2.00 GiB"
+
+
 def test_the_strongest_evidence_is_kept(demo):
     # 200 lines of the weak signature first, then the one line that proves it
     weak = "Tried to allocate 3 MiB for the cache\n"
@@ -137,6 +146,43 @@ def test_nothing_at_match_time_uses_python_re():
     source = "".join(Path(engine.__file__).with_name(n).read_text() for n in ("engine.py", "scanner.py"))
     assert "import re\n" not in source and "re.compile" not in source.replace("re2.compile", "")
     assert re  # the normaliser's fixed ANSI/rank regexes are ours, bounded and linear
+
+
+def test_a_site_entry_with_thousands_of_signatures_is_not_fatal():
+    # the engine's per-entry RE2 set of signatures (which of them are on a line) did not
+    # compile in RE2's default 8 MiB budget: every diagnosis crashed on the entry's first line
+    huge = _entry("site-huge", [Signature(f"MYSITE_HUGE_{i:05d} failure code {i}", 0.9, False) for i in range(8000)])
+    oom = _entry("oom", [Signature("CUDA out of memory", 1.0, False)])
+    d, _ = _runs_within(60, lambda: diagnose_text("MYSITE_HUGE_07345 failure code 7345\n" + OOM + "\n", _kb(huge, oom)))
+    assert sorted(ids(d)) == ["oom", "site-huge"]
+    with pytest.MonkeyPatch.context() as mp:  # a set RE2 cannot take at all: the scanner's report still counts
+        mp.setattr(engine, "RE2_MAX_MEM", 1 << 20)
+        d = diagnose_text("MYSITE_HUGE_07345 failure code 7345\n" + OOM + "\n", _kb(huge, oom))
+    assert sorted(ids(d)) == ["oom", "site-huge"]
+
+
+def test_re2_fallback_keeps_its_dfa_budget_messages_off_stderr(monkeypatch, capfd):
+    # a KB too big for RE2's DFA budget (a huge site KB, no Hyperscan) is still scanned,
+    # by the NFA, without RE2 logging "DFA out of memory" at every search
+    from gpu_troubleshooter import scanner
+    monkeypatch.setattr(scanner, "hyperscan", None)
+    monkeypatch.setattr(scanner, "RE2_MAX_MEM", 2 << 20)  # compiles; its DFA runs out while searching
+    sigs = [Signature(f"MYSITE_QUIRK_{i:04d} failure code {i} on node [a-z]+[0-9]{{1,4}}", 0.9, False) for i in range(400)]
+    kb = _kb(_entry("site-quirk", sigs))
+    d = diagnose_text(NOISE + "MYSITE_QUIRK_0123 failure code 123 on node gpu42\n" + NOISE * 20, kb)
+    assert engine.compile_kb(kb).scanner.backend == "re2" and ids(d) == ["site-quirk"]
+    assert "DFA out of memory" not in capfd.readouterr().err
+
+
+def test_re2_set_that_finds_nothing_where_the_alternation_matched_is_checked_one_by_one(monkeypatch):
+    # RE2's set answers "no match" when its DFA runs out of budget: the line is not lost
+    from gpu_troubleshooter import scanner
+    monkeypatch.setattr(scanner, "hyperscan", None)
+    s = scanner.Scanner([("alpha", False), ("CUDA out of memory", False)])
+    monkeypatch.setattr(s, "_set", SimpleNamespace(Match=lambda line: []))
+    hits = []
+    s.scan(b"step 1\n" + OOM.encode() + b"\n", 1, need=[True, True], on_hit=hits.append)
+    assert [(h.line_no, sorted(h.pattern_ids)) for h in hits] == [(2, [1])]
 
 
 def test_an_entry_re2_cannot_compile_is_skipped_not_fatal():

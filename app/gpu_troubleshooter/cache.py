@@ -7,7 +7,8 @@ costs start-up time, never a wrong answer or a traceback.
 - Location: $XDG_CACHE_HOME/gpu-troubleshooter, else ~/.cache/gpu-troubleshooter.
   A HOME that does not exist (or "~" that cannot be expanded) means no cache:
   we never create a home directory or a literal `./~` folder.
-- Keys are content hashes chosen by the caller; files are `<kind>-<key>.<ext>`.
+- Keys are content hashes chosen by the caller (no "-" in them); files are
+  `<kind>-<key>.<ext>`, so kinds such as "hs" and "hs-all" never share files.
 - Writes are atomic (a temporary file renamed into place), and at most
   KEEP_PER_KIND files of one kind are kept: HPC homes have file-count quotas.
 """
@@ -87,12 +88,19 @@ class Cache:
         self.prune(kind, ext, keep=path)
         return True
 
+    def _files(self, kind: str, ext: str) -> list[Path]:
+        """The files of exactly this kind: the glob "hs-*.db" also matches "hs-all-<key>.db",
+        whose key part would hold a "-"."""
+        assert self.root is not None
+        head, tail = len(kind) + 1, len(ext) + 1
+        return [p for p in self.root.glob(f"{kind}-*.{ext}") if "-" not in p.name[head:-tail]]
+
     def prune(self, kind: str, ext: str, keep: Optional[Path] = None) -> None:
         """Keep the KEEP_PER_KIND most recently used files of a kind."""
         if self.root is None:
             return
         try:
-            files = [p for p in self.root.glob(f"{kind}-*.{ext}") if p != keep]
+            files = [p for p in self._files(kind, ext) if p != keep]
             files.sort(key=lambda p: p.stat().st_mtime, reverse=True)
         except OSError:
             return
@@ -116,7 +124,7 @@ class Cache:
         if self.root is None:
             return []
         try:
-            files = sorted(self.root.glob(f"{kind}-*.{ext}"), key=lambda p: p.stat().st_mtime, reverse=True)
+            files = sorted(self._files(kind, ext), key=lambda p: p.stat().st_mtime, reverse=True)
         except OSError:
             return []
         return [p.name[len(kind) + 1:-len(ext) - 1] for p in files]

@@ -16,7 +16,7 @@ from .findings import Diagnosis, Evidence, Finding, finer_first
 from .keylines import KEEP_PER_KIND, PATTERNS as KEY_PATTERNS, KeyLineCollector
 from .normalize import clean, decode
 from . import reader
-from .scanner import Scanner, re2_pattern
+from .scanner import RE2_MAX_MEM, Scanner, re2_pattern
 
 REPORT_THRESHOLD = 0.5   # below this combined confidence: "no known failure"
 FUZZY_FLOOR = 0.80       # a phrase similarity below this adds nothing
@@ -85,17 +85,25 @@ class _CompiledEntry:
         return self._values or ()
 
     def signatures_on(self, raw):
-        """Indexes of this entry's signatures that match a raw segment."""
+        """Indexes of this entry's signatures that match a raw segment (where RE2
+        cannot hold them all in one set, none: the scanner's report still counts)."""
         if self._set is None:
             import re2
-            self._set, self._set_ids = re2.Set.SearchSet(re2.Options()), []
+            options = re2.Options()
+            options.max_mem = RE2_MAX_MEM  # RE2's default 8 MiB takes some thousands of signatures, not more
+            self._set, self._set_ids = re2.Set.SearchSet(options), []
             for si, sig in enumerate(self.entry.signatures):
                 try:
                     self._set.Add((("" if sig.case_sensitive else "(?i)") + "(?m)" + sig.pattern).encode())
                     self._set_ids.append(si)
                 except re2.error:
                     pass  # the scanner's report for this signature still counts
-            self._set.Compile()
+            try:
+                self._set.Compile()
+            except re2.error:
+                self._set = False
+        if self._set is False:
+            return []
         return [self._set_ids[i] for i in (self._set.Match(raw) or ())]
 
 

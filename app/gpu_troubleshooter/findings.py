@@ -3,9 +3,12 @@
 What a finding looks like to a user (texts, chosen fixes) is view.py's job;
 these records only hold what the engine found.
 """
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 from .record import dataclass, field
+
+if TYPE_CHECKING:  # model imports nothing from here; the import is for the annotations only
+    from .model import Entry
 
 JSON_SCHEMA_VERSION = 1
 
@@ -18,12 +21,12 @@ class Evidence:
 
 @dataclass(frozen=True)
 class Finding:
-    entry: object = field(repr=False)   # the model.Entry that explains it
+    entry: "Entry" = field(repr=False)  # the model.Entry that explains it
     confidence: float
-    evidence: tuple                     # Evidence records, in log order
-    values: tuple = ()                  # (name, value) pairs found in the evidence
-    confirmed_by: tuple = ()            # facts that support this finding
-    ruled_out_by: tuple = ()            # facts that speak against it
+    evidence: tuple[Evidence, ...]      # in log order
+    values: tuple[tuple[str, str], ...] = ()  # (name, value) pairs found in the evidence
+    confirmed_by: tuple[str, ...] = ()  # facts that support this finding
+    ruled_out_by: tuple[str, ...] = ()  # facts that speak against it
 
     @property
     def id(self):
@@ -64,7 +67,7 @@ def finer_first(ordered):
 @dataclass(frozen=True)
 class Diagnosis:
     source: str
-    findings: tuple
+    findings: tuple[Finding, ...]
     lines: int
     bytes: int
     site: dict = field(repr=False, default_factory=dict)

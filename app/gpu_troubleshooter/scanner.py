@@ -50,6 +50,13 @@ PROBE = 8 * 1024           # bytes looked at (twice per chunk) to tell whether a
 RUN_HEAD = 6               # of a run of identical lines, the first this many (and the last) are scanned:
 RUN_MIN = RUN_HEAD + 2     # enough for the engine's strongest-then-earliest evidence to pick the same lines
 RUN_GIVE_UP = 256          # lines in a row without a run: the rest of the chunk is scanned as it is
+# RE2's memory budget for the whole-KB alternation and set (no Hyperscan): a cap that
+# its compiled programs and lazily built DFA states may grow to, not an allocation.
+# RE2's default (8 MiB) cannot compile the set of the bundled KB's ~1,500 signatures.
+RE2_MAX_MEM = 256 << 20
+# A DFA out of that budget (a huge site KB) falls back to the slower NFA, and RE2
+# would log "DFA out of memory" on stderr at every search: not the user's business.
+RE2_LOG_ERRORS = False
 
 
 @dataclass(frozen=True)
@@ -170,9 +177,12 @@ class Scanner:
         else:
             import re2
             self.backend = "re2"
+            self._options = options = re2.Options()
+            options.max_mem = RE2_MAX_MEM
+            options.log_errors = RE2_LOG_ERRORS
             alternation = "|".join(f"(?:{p})" if cs else f"(?i:{p})" for p, cs in self.patterns)
-            self._any = re2.compile(("(?m)" + alternation).encode())
-            self._set = re2.Set.SearchSet(re2.Options())
+            self._any = re2.compile(("(?m)" + alternation).encode(), options)
+            self._set = re2.Set.SearchSet(options)
             for p, cs in self.patterns:
                 self._set.Add((("" if cs else "(?i)") + "(?m)" + p).encode())
             self._set.Compile()
@@ -367,6 +377,15 @@ class Scanner:
             if need[pid]:
                 state.hit(off, pid)
 
+    def _one(self, pid):
+        """Pattern `pid` alone, compiled on first use (RE2)."""
+        rx = self._each[pid]
+        if rx is None:
+            import re2
+            p, cs = self.patterns[pid]
+            rx = self._each[pid] = re2.compile((("" if cs else "(?i)") + "(?m)" + p).encode(), self._options)
+        return rx
+
     def _scan_re2(self, chunk, need, state):
         pos = 0
         while pos < len(chunk):
@@ -377,15 +396,17 @@ class Scanner:
             start = nl + 1 if nl >= 0 else pos
             end = chunk.find(b"\n", m.end())
             end = len(chunk) if end < 0 else end
-            line = chunk[start:end]
-            for pid in self._set.Match(line) or ():
+            # the line and the next one: a signature may run over a hard wrap (Hyperscan
+            # finds it even where another one matched earlier on the first line)
+            wrap = chunk.find(b"\n", end + 1) if end < len(chunk) else -1
+            line = chunk[start:(len(chunk) if wrap < 0 else wrap)]
+            pids = self._set.Match(line)
+            if not pids:  # _any matched here, so the set's DFA ran out of its budget (RE2 then says "none")
+                pids = [pid for pid in range(len(self.patterns)) if need[pid] and self._one(pid).search(line)]
+            for pid in pids:
                 if not need[pid]:
                     continue
-                rx = self._each[pid]
-                if rx is None:
-                    import re2
-                    p, cs = self.patterns[pid]
-                    rx = self._each[pid] = re2.compile((("" if cs else "(?i)") + "(?m)" + p).encode())
+                rx = self._one(pid)
                 for lm in rx.finditer(line):
                     if not need[pid]:
                         break
@@ -481,6 +502,7 @@ class _ChunkState:
         # `newlines` counts the chunk as given: a collapsed one (skips) numbers from its start only
         self.lines = _Lines(chunk, first_line_no, end, newlines if skips is None else None)
         self.seen = set()
+        self.last = {}  # group -> (start, end) of the segment last handed over for it
         self.skips = skips
         self.skip_at = [at for at, _ in skips] if skips else None
 
@@ -492,10 +514,18 @@ class _ChunkState:
             i = bisect.bisect_right(self.skip_at, off) - 1
             if i >= 0:
                 line_no += self.skips[i][1]
+        group = self.groups[pid]
+        last = self.last.get(group)
+        if last is not None and last[0] <= off < last[1]:
+            # inside the window just handed over (a line longer than MAX_SEGMENT): the
+            # engine finds this signature there itself; a second window would be the
+            # same line again, taking an evidence slot from another line
+            return last[1]
         seg_start, seg_end = _segment(chunk, self.end, line_start, off)
-        key = (seg_start, self.groups[pid])
+        key = (seg_start, group)
         if key not in self.seen:
             self.seen.add(key)
+            self.last[group] = (seg_start, seg_end)
             self.on_hit(LineHit(line_no, bytes(chunk[seg_start:seg_end]), _around(chunk, self.end, line_start, seg_end),
                                 frozenset((pid,))))
         return seg_end

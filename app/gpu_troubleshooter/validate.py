@@ -5,6 +5,7 @@ every signature compiles in the scanner, and that each entry's examples
 behave: every must-match log ranks the entry first, no must-not-match log
 shows it at all.
 """
+import bisect
 import re
 from pathlib import Path
 
@@ -51,15 +52,21 @@ def prefix_warnings(entry):
     matches the same line too; the line still counts once, so it only helps
     where the message is hard-wrapped right after it."""
     out = []
+    # sorted, the patterns that start with a pattern follow it: no comparison of every pair
+    ordered = sorted((s.pattern, j) for j, s in enumerate(entry.signatures, 1))
+    patterns = [p for p, _ in ordered]
     for i, a in enumerate(entry.signatures, 1):
         text = _literal_text(a.pattern)
         if text is None:
             continue
-        for j, b in enumerate(entry.signatures, 1):
-            if i != j and a.pattern != b.pattern and b.pattern.startswith(a.pattern):
-                out.append(Problem(entry.path, a.line, f"signatures[{i}] ({text!r}) is a prefix of signatures[{j}]: "
-                                                       "on one line they count once; keep it only if the message is "
-                                                       "often hard-wrapped after it", warning=True))
+        k, longer = bisect.bisect_right(patterns, a.pattern), []  # past the equal ones
+        while k < len(patterns) and patterns[k].startswith(a.pattern):
+            longer.append(ordered[k][1])
+            k += 1
+        for j in sorted(longer):
+            out.append(Problem(entry.path, a.line, f"signatures[{i}] ({text!r}) is a prefix of signatures[{j}]: "
+                                                   "on one line they count once; keep it only if the message is "
+                                                   "often hard-wrapped after it", warning=True))
     return out
 
 
