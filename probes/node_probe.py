@@ -110,30 +110,65 @@ def call_with_timeout(fn, timeout, *args):
     return box.get("value")
 
 
-def run_cmd(argv, timeout, env=None):
+OUTPUT_LIMIT = 4 << 20  # bytes kept per stream: `nvidia-smi -q` of 8 GPUs prints ~100 KB
+
+
+def run_cmd(argv, timeout, env=None, limit=OUTPUT_LIMIT):
     """(returncode, stdout, stderr); raises ProbeTimeout / OSError.
 
     The child gets its own session so that the whole group can be killed; a
     child that does not die (stuck in uninterruptible sleep) is abandoned
-    instead of waited for.
+    instead of waited for. Output is read as it comes and at most `limit`
+    bytes of each stream are kept: a broken or fake tool that prints without
+    end (`exec yes`) is killed when it passes the limit, instead of filling
+    the job's memory until the timeout.
     """
+    import selectors
+
     proc = subprocess.Popen(
         argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
         start_new_session=True, env=env,
     )
-    try:
-        out, err = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
+    name = os.path.basename(argv[0])
+    out_fd, err_fd = proc.stdout.fileno(), proc.stderr.fileno()
+    kept = {out_fd: bytearray(), err_fd: bytearray()}
+    deadline = time.monotonic() + timeout
+
+    def stop(why):
         try:
             os.killpg(proc.pid, signal.SIGKILL)
         except OSError:
             pass
         try:
-            proc.communicate(timeout=0.3)
+            proc.wait(timeout=0.3)
         except Exception:
             pass
-        raise ProbeTimeout("%s did not finish within %.1f s" % (os.path.basename(argv[0]), timeout))
-    return proc.returncode, out.decode("utf-8", "replace"), err.decode("utf-8", "replace")
+        raise ProbeTimeout(why)
+
+    with selectors.DefaultSelector() as sel:
+        for fd in kept:
+            sel.register(fd, selectors.EVENT_READ)
+        try:
+            while sel.get_map():
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    stop("%s did not finish within %.1f s" % (name, timeout))
+                for key, _ in sel.select(left):
+                    chunk = os.read(key.fd, 1 << 16)
+                    if not chunk:
+                        sel.unregister(key.fd)
+                    elif len(kept[key.fd]) + len(chunk) > limit:
+                        stop("%s printed more than %d MiB; stopped" % (name, limit >> 20))
+                    else:
+                        kept[key.fd] += chunk
+            try:
+                proc.wait(timeout=max(deadline - time.monotonic(), 0.01))
+            except subprocess.TimeoutExpired:
+                stop("%s did not finish within %.1f s" % (name, timeout))
+        finally:
+            proc.stdout.close()
+            proc.stderr.close()
+    return proc.returncode, kept[out_fd].decode("utf-8", "replace"), kept[err_fd].decode("utf-8", "replace")
 
 
 def read_text(path, limit=1 << 20):

@@ -111,6 +111,31 @@ def test_a_hung_nvidia_smi_cannot_hang_the_probe(monkeypatch, tmp_path):
     validate(facts)
 
 
+def test_an_nvidia_smi_that_prints_without_end_is_stopped_at_the_output_limit(monkeypatch, tmp_path):
+    # A broken wrapper or a fake tool (`exec yes`) once made the probe hold
+    # everything it printed until the timeout: 2.3 GB in 9.5 s.
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    smi = bindir / "nvidia-smi"
+    smi.write_text("#!/bin/sh\nexec yes\n")
+    smi.chmod(0o755)
+    monkeypatch.setenv("PATH", str(bindir) + os.pathsep + "/usr/bin:/bin")
+    t0 = time.time()
+    with pytest.raises(node_probe.ProbeTimeout, match="printed more than 1 MiB"):
+        node_probe.run_cmd([str(smi)], timeout=30, limit=1 << 20)
+    assert time.time() - t0 < 10
+    facts = node_probe.collect(timeout=30, frameworks=())
+    assert "printed more than 4 MiB" in facts["gpu"]["count"]["unknown"]
+    validate(facts)
+
+
+def test_run_cmd_keeps_both_streams_whole_under_the_limit(tmp_path):
+    rc, out, err = node_probe.run_cmd(
+        [sys.executable, "-c", "import sys; sys.stdout.write('o' * 300000); sys.stderr.write('e' * 200000); sys.exit(3)"],
+        timeout=30)
+    assert (rc, len(out), len(err)) == (3, 300000, 200000)
+
+
 def test_a_hung_framework_import_cannot_hang_the_probe(tmp_path):
     pkg = tmp_path / "hang" / "torch"
     pkg.mkdir(parents=True)
