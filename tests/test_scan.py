@@ -341,3 +341,19 @@ def test_scheduler_is_detected_from_the_log(demo, marker, expected):
 def test_first_scheduler_marker_wins(demo):
     d = diagnose_text("=>> PBS: job killed: mem\n" + NOISE + "srun: error: x\n", demo)
     assert d.scheduler == "pbs"
+
+
+def test_long_gaps_open_to_the_end_of_the_line_and_never_cross_it():
+    # gaps.open_gaps: a [^\n]{0,120} gap compiles as [^\n]* (a third of
+    # Hyperscan's compile time went to ten such gaps); the line still bounds it.
+    from gpu_troubleshooter.gaps import open_gaps
+    from gpu_troubleshooter.scanner import Scanner
+    assert open_gaps(r"srun: error: [^\n]{0,120}without [^\n]{0,5}x") == r"srun: error: [^\n]*without [^\n]{0,5}x"
+    assert open_gaps(r'File "[^"\n]{1,400}", line') == r'File "[^"\n]+", line'
+    assert open_gaps(r"a\.{0,30}b [^a]{0,50}c") == r"a\.{0,30}b [^a]{0,50}c"  # a literal dot, a class that crosses lines
+    for use_hyperscan in (True, False):
+        scanner = Scanner([(r"srun: error: [^\n]{0,40}without specifying", False)], use_hyperscan=use_hyperscan)
+        one_line = b"srun: error: " + b"x" * 200 + b" without specifying an account\n"
+        two_lines = b"srun: error: xyz\nwithout specifying an account\n"
+        assert [h.line_no for h in scanner.scan(one_line, 1)] == [1]
+        assert scanner.scan(two_lines, 1) == []

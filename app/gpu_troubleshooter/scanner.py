@@ -28,6 +28,7 @@ import bisect
 import threading
 
 from .cache import default_cache
+from .gaps import open_gaps
 from .record import dataclass
 
 try:
@@ -159,7 +160,7 @@ class Scanner:
         """`all_matches`: report every match (no `need`), for the few generic
         shapes whose last lines count (keylines.py); `keep_last`: per chunk,
         hand over only the last this many matches of each pattern."""
-        self.patterns = list(patterns)
+        self.patterns = [(open_gaps(p), cs) for p, cs in patterns]
         self.all_matches, self.keep_last = all_matches, keep_last
         self.groups = list(groups) if groups is not None else list(range(len(self.patterns)))
         self._local = threading.local()
