@@ -424,9 +424,14 @@ def collect_scheduler(env):
     }
     requested, source = None, None
     if kind == "slurm":
-        for name in ("SLURM_GPUS_ON_NODE",):
-            if _int(env.get(name)) is not None:
-                requested, source = _int(env.get(name)), name
+        bad = None  # a variable that is set but holds no GPU count: said, not taken for "none"
+        raw = env.get("SLURM_GPUS_ON_NODE")
+        if raw is not None:
+            n = _int(raw)
+            if n is not None and n >= 0:
+                requested, source = n, "SLURM_GPUS_ON_NODE"
+            else:
+                bad = "SLURM_GPUS_ON_NODE=%r is not a GPU count" % raw[:40]
         if requested is None:
             for name in ("SLURM_JOB_GPUS", "SLURM_STEP_GPUS"):
                 if env.get(name) is not None:
@@ -440,7 +445,9 @@ def collect_scheduler(env):
                     if n is not None:
                         requested, source = n, name
                         break
-        if requested is None:
+        if requested is None and bad:
+            requested = unknown(bad + " (a wrapper or a site script overwrote it?); see `scontrol show job $SLURM_JOB_ID`")
+        elif requested is None:
             requested, source = 0, "no Slurm GPU variable (SLURM_GPUS_ON_NODE, SLURM_JOB_GPUS, SLURM_GPUS...) is set"
     elif kind == "pbs":
         gpufile = env.get("PBS_GPUFILE")

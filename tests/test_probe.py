@@ -224,6 +224,16 @@ def test_slurm_job_without_gpu_and_with_empty_visible_devices():
     assert node_probe.collect_scheduler({"SLURM_JOB_ID": "9", "SLURM_TRES_PER_TASK": "cpu=4,gres/gpu:2"})["gpus_requested"] == 2
 
 
+def test_a_slurm_gpu_variable_that_holds_no_count_is_said_not_taken_for_none():
+    # "abc" was reported as "no Slurm GPU variable is set" and "-5" as a request of -5 GPUs
+    for raw in ("abc", "-5"):
+        s = node_probe.collect_scheduler({"SLURM_JOB_ID": "5", "SLURM_GPUS_ON_NODE": raw})
+        assert "is not a GPU count" in s["gpus_requested"]["unknown"] and repr(raw) in s["gpus_requested"]["unknown"]
+    # another variable that does hold the count still answers
+    s = node_probe.collect_scheduler({"SLURM_JOB_ID": "6", "SLURM_GPUS_ON_NODE": "abc", "SLURM_JOB_GPUS": "0,1"})
+    assert (s["gpus_requested"], s["gpus_requested_source"]) == (2, "SLURM_JOB_GPUS")
+
+
 def test_pbs_and_no_scheduler():
     pbs = node_probe.collect_scheduler({"PBS_JOBID": "42.pbs", "PBS_QUEUE": "gpuq", "NGPUS": "4"})
     assert (pbs["kind"], pbs["partition"], pbs["gpus_requested"]) == ("pbs", "gpuq", 4)
