@@ -14,5 +14,7 @@ _GAP = re.compile(r"(\[\^(?:[^\]\\]|\\.)*\\n(?:[^\]\\]|\\.)*\]|(?<!\\)\.)\{([01]
 
 def open_gaps(pattern: str) -> str:
     """The pattern as the scanner compiles it (see _GAP)."""
+    if "{0," not in pattern and "{1," not in pattern:  # most signatures: no regex run at every start-up
+        return pattern
     return _GAP.sub(lambda m: m.group(0) if int(m.group(3)) < 20 else m.group(1) + ("*" if m.group(2) == "0" else "+"),
                     pattern)
