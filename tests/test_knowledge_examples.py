@@ -6,6 +6,7 @@ import pytest
 
 from gpu_troubleshooter.engine import diagnose_path
 from gpu_troubleshooter.knowledge import bundled_dir, collect, entry_files, parse_entry
+from gpu_troubleshooter.provenance import check_sources
 
 
 def _cases():
@@ -31,6 +32,8 @@ def test_entry_is_valid_and_has_examples(path):
     assert not problems, "\n".join(map(str, problems))
     assert len(entry.examples("must-match")) >= 3, f"{entry.id} needs 3 must-match examples"
     assert len(entry.examples("must-not-match")) >= 2, f"{entry.id} needs 2 near misses"
+    source_problems, _ = check_sources(str(path))
+    assert not source_problems, "\n".join(map(str, source_problems))
 
 
 def test_bundled_kb_validates_cleanly():

@@ -3,13 +3,14 @@
 Checks the schema (schema.py), duplicate ids and dangling `leads_to`, that
 every signature compiles in the scanner, and that each entry's examples
 behave: every must-match log ranks the entry first, no must-not-match log
-shows it at all.
+shows it at all, and that `sources.yaml` names a source for each of them.
 """
 import bisect
 import re
 from pathlib import Path
 
 from .knowledge import KnowledgeBase, bundled_dir, collect, entry_files, kb_folders, load_site
+from .provenance import SOURCES_FILE, check_sources
 from .schema import Problem, scanner_problem
 
 MIN_MATCH, MIN_NEAR_MISS = 3, 2
@@ -26,6 +27,7 @@ def validate(site_dir=None, check_examples=True):
     problems += rejected
     for entry in mine:
         problems += prefix_warnings(entry)
+    problems += _source_problems(mine, bundled=not site_dir)
     if site_dir:
         problems += _replaced_bundled(mine)
     examples = 0
@@ -45,6 +47,21 @@ def validate(site_dir=None, check_examples=True):
     problems += [Problem(w.file, w.line, w.message, warning=True) for w in validate_translations(checked_root)]
     summary = f"{len(mine)} entries checked" + (f", {examples} example logs run" if check_examples else "")
     return problems, summary
+
+
+def _source_problems(entries, bundled):
+    """Each entry's sources.yaml, checked; for the bundled entries also one line
+    on the logs whose source is not recorded (a site's own logs need none)."""
+    problems, unrecorded, untraced = [], 0, 0
+    for entry in entries:
+        found, provenance = check_sources(entry.path)
+        problems += found
+        unrecorded += not provenance.recorded
+        untraced += provenance.untraced
+    if bundled and (unrecorded or untraced):
+        problems.append(Problem("knowledge base", 0, f"{unrecorded} of {len(entries)} entries record no source for their "
+                                f"example logs ({SOURCES_FILE}) and {untraced} example log(s) are marked untraced", warning=True))
+    return problems
 
 
 def prefix_warnings(entry):
