@@ -195,3 +195,37 @@ def test_entries_cached_by_other_code_are_not_reused_for_unchanged_files(cache, 
     monkeypatch.setattr(knowledge, "parse_entry", lambda path, trusted=False: parsed.append(path.name) or real(path, trusted))
     assert demo(cache).get("demo-oom") is not None
     assert sorted(parsed) == ["demo-nccl.yaml", "demo-oom.yaml", "demo-weak.yaml"]
+
+
+def test_unchanged_files_are_known_by_their_stat_and_any_change_is_read(cache, tmp_path, monkeypatch):
+    from gpu_troubleshooter import knowledge
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "demo-oom.yaml").write_text((DEMO / "demo-oom.yaml").read_text())
+    monkeypatch.setattr(knowledge, "_SETTLE_NS", -10**15)  # as if the file were old enough to be remembered
+    first = load_knowledge_base([site], bundled=False, cache=cache)
+    assert len(list(cache.root.glob("kbstat-*.txt"))) == 1
+    real = knowledge._fingerprint
+    monkeypatch.setattr(knowledge, "_fingerprint", lambda *a: pytest.fail("an unchanged file was read again"))
+    assert load_knowledge_base([site], bundled=False, cache=cache).get("demo-oom") == first.get("demo-oom")
+    monkeypatch.setattr(knowledge, "_fingerprint", real)
+    # same size, new contents: its mtime/ctime differ, so the contents are read and the new title is used
+    (site / "demo-oom.yaml").write_text((DEMO / "demo-oom.yaml").read_text().replace("Demo GPU", "Site GPU"))
+    assert load_knowledge_base([site], bundled=False, cache=cache).get("demo-oom").title.get().startswith("Site GPU")
+
+
+def test_a_file_changed_seconds_ago_is_not_remembered_by_its_stat(cache, tmp_path):
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "demo-oom.yaml").write_text((DEMO / "demo-oom.yaml").read_text())
+    load_knowledge_base([site], bundled=False, cache=cache)
+    assert list(cache.root.glob("kb-*.pickle")) and not list(cache.root.glob("kbstat-*.txt"))
+
+
+def test_a_damaged_stat_record_falls_back_to_the_contents(cache, tmp_path, monkeypatch):
+    from gpu_troubleshooter import knowledge
+    monkeypatch.setattr(knowledge, "_SETTLE_NS", -10**15)
+    first = demo(cache)
+    [record] = cache.root.glob("kbstat-*.txt")
+    record.write_bytes(b"../../etc/passwd")
+    assert demo(cache).get("demo-oom") == first.get("demo-oom")

@@ -13,6 +13,8 @@ cached (cache.py) keyed on the contents of every file and of this code.
 from __future__ import annotations
 
 import os
+import re
+import time
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional, Union
@@ -322,6 +324,40 @@ def _fingerprint(folders: Sequence[Path], bundled: Optional[Path], full: bool) -
     return h.hexdigest()
 
 
+_KEY = re.compile(rb"[0-9a-f]{32}")
+_SETTLE_NS = 3_000_000_000  # a file changed this recently may change again within its timestamp's granularity
+
+
+def _stat_key(folders: Sequence[Path], bundled: Optional[Path], full: bool) -> tuple[str, bool]:
+    """A cheap stand-in for _fingerprint, and whether it may be remembered.
+
+    Reading and hashing every entry file is a tenth of a warm run, so the cache
+    also remembers which contents key went with the files' (inode, size, mtime,
+    ctime). A run whose files all stat the same uses that key without reading
+    them; any change (ctime cannot be set back, even by `touch -r`) reads the
+    contents again, so the cache stays keyed on contents. As with git's index, a
+    key is not remembered while a file is younger than a few seconds: it could
+    still change within the same timestamp. Caveat: an NFS client may cache a
+    file's attributes for up to a minute (actimeo), so an entry edited from
+    another node can take that long to be noticed here.
+    """
+    h = blake2b(digest_size=16)
+    h.update(f"{_version()} {full}".encode())
+    newest = 0
+    for label, path in _key_files(folders, bundled):
+        try:
+            st = os.stat(path) if path else None
+        except OSError as e:
+            h.update(f"\0{label}{path}\0{type(e).__name__}".encode())
+            continue
+        if st is not None:
+            newest = max(newest, st.st_mtime_ns, st.st_ctime_ns)
+            h.update(f"\0{label}{path}\0{st.st_ino} {st.st_size} {st.st_mtime_ns} {st.st_ctime_ns}".encode())
+        else:
+            h.update(f"\0{label}".encode())
+    return h.hexdigest(), time.time_ns() - newest > _SETTLE_NS
+
+
 def _digests(folders: Sequence[Path], bundled: Optional[Path]) -> dict[str, str]:
     """A digest of each file by path (after a change: which files are still the same)."""
     out = {}
@@ -412,14 +448,18 @@ def _collect_cached(folders: list[Path], cache: Optional[Cache], full: bool = Fa
     if cache.root is None:
         by_id, problems, site, _ = _collect(folders, bundled, full)
         return by_id, problems, site
-    key = _fingerprint(folders, bundled, full)
+    stat_key, settled = _stat_key(folders, bundled, full)
+    known = cache.load_bytes("kbstat", stat_key, "txt")
+    key = known.decode("ascii", "replace") if known and _KEY.fullmatch(known) else _fingerprint(folders, bundled, full)
     held = _unpack(cache.load_object("kb", key, lambda obj: True), key, (cache, key))
-    if held is not None:
-        return held[0], _problems(held[1]), held[2]
-    digests = _digests(folders, bundled)
-    by_id, problems, site, files = _collect(folders, bundled, full, digests, _memo(cache, digests))
-    cache.store_bytes("kb", key, _dumps(key, by_id, problems, site, files), "pickle")
-    return by_id, problems, site
+    if held is None:
+        digests = _digests(folders, bundled)
+        by_id, problems, site, files = _collect(folders, bundled, full, digests, _memo(cache, digests))
+        cache.store_bytes("kb", key, _dumps(key, by_id, problems, site, files), "pickle")
+        held = by_id, _rows(problems), site, files
+    if settled and not known:
+        cache.store_bytes("kbstat", stat_key, key.encode("ascii"), "txt")
+    return held[0], _problems(held[1]), held[2]
 
 
 def _memo(cache: Cache, digests: dict[str, str]) -> _Memo:
