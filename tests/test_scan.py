@@ -15,7 +15,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from gpu_troubleshooter import engine, reader
+from gpu_troubleshooter import engine, reader, scanner
 from gpu_troubleshooter.engine import diagnose_path, diagnose_stream, diagnose_text
 from gpu_troubleshooter.errors import LogInputError
 from gpu_troubleshooter.knowledge import load_knowledge_base
@@ -156,7 +156,7 @@ def test_a_site_entry_with_thousands_of_signatures_is_not_fatal():
     d, _ = _runs_within(60, lambda: diagnose_text("MYSITE_HUGE_07345 failure code 7345\n" + OOM + "\n", _kb(huge, oom)))
     assert sorted(ids(d)) == ["oom", "site-huge"]
     with pytest.MonkeyPatch.context() as mp:  # a set RE2 cannot take at all: the scanner's report still counts
-        mp.setattr(engine, "RE2_MAX_MEM", 1 << 20)
+        mp.setattr(scanner, "RE2_MAX_MEM", 1 << 20)  # Hyperscan scans; only the engine's RE2 set feels it
         d = diagnose_text("MYSITE_HUGE_07345 failure code 7345\n" + OOM + "\n", _kb(huge, oom))
     assert sorted(ids(d)) == ["oom", "site-huge"]
 
@@ -164,7 +164,7 @@ def test_a_site_entry_with_thousands_of_signatures_is_not_fatal():
 def test_re2_fallback_keeps_its_dfa_budget_messages_off_stderr(monkeypatch, capfd):
     # a KB too big for RE2's DFA budget (a huge site KB, no Hyperscan) is still scanned,
     # by the NFA, without RE2 logging "DFA out of memory" at every search
-    from gpu_troubleshooter import scanner
+
     monkeypatch.setattr(scanner, "hyperscan", None)
     monkeypatch.setattr(scanner, "RE2_MAX_MEM", 2 << 20)  # compiles; its DFA runs out while searching
     sigs = [Signature(f"MYSITE_QUIRK_{i:04d} failure code {i} on node [a-z]+[0-9]{{1,4}}", 0.9, False) for i in range(400)]
@@ -176,7 +176,7 @@ def test_re2_fallback_keeps_its_dfa_budget_messages_off_stderr(monkeypatch, capf
 
 def test_re2_set_that_finds_nothing_where_the_alternation_matched_is_checked_one_by_one(monkeypatch):
     # RE2's set answers "no match" when its DFA runs out of budget: the line is not lost
-    from gpu_troubleshooter import scanner
+
     monkeypatch.setattr(scanner, "hyperscan", None)
     s = scanner.Scanner([("alpha", False), ("CUDA out of memory", False)])
     monkeypatch.setattr(s, "_set", SimpleNamespace(Match=lambda line: []))
@@ -357,3 +357,15 @@ def test_long_gaps_open_to_the_end_of_the_line_and_never_cross_it():
         two_lines = b"srun: error: xyz\nwithout specifying an account\n"
         assert [h.line_no for h in scanner.scan(one_line, 1)] == [1]
         assert scanner.scan(two_lines, 1) == []
+
+
+def test_the_engine_counts_a_signature_on_a_line_exactly_when_the_scanner_would():
+    # a gap of 20+ characters is opened by the scanner (gaps.py); the engine's own
+    # per-entry check of "which signatures are on this line" must open it too, or a
+    # line the scanner reports for one signature loses the entry's other signatures
+    from gpu_troubleshooter.engine import _CompiledEntry
+    entry = _entry("gap", [Signature(r"NCCL WARN[^\n]{0,20}unhandled system error", 0.9, False),
+                           Signature(r"ncclSystemError", 0.5, False)])
+    line = b"NCCL WARN Call to ibv_reg_mr failed with a very long reason: unhandled system error ncclSystemError"
+    assert sorted(_CompiledEntry(entry, []).signatures_on(line)) == [0, 1]
+    assert ids(diagnose_text(line.decode() + "\n", _kb(entry))) == ["gap"]

@@ -16,7 +16,7 @@ from .findings import Diagnosis, Evidence, Finding, finer_first
 from .keylines import KEEP_PER_KIND, PATTERNS as KEY_PATTERNS, KeyLineCollector
 from .normalize import clean, decode
 from . import reader
-from .scanner import RE2_MAX_MEM, Scanner, re2_pattern
+from .scanner import Scanner, re2_options, re2_pattern, re2_signature
 
 REPORT_THRESHOLD = 0.5   # below this combined confidence: "no known failure"
 FUZZY_FLOOR = 0.80       # a phrase similarity below this adds nothing
@@ -89,12 +89,10 @@ class _CompiledEntry:
         cannot hold them all in one set, none: the scanner's report still counts)."""
         if self._set is None:
             import re2
-            options = re2.Options()
-            options.max_mem = RE2_MAX_MEM  # RE2's default 8 MiB takes some thousands of signatures, not more
-            self._set, self._set_ids = re2.Set.SearchSet(options), []
+            self._set, self._set_ids = re2.Set.SearchSet(re2_options()), []
             for si, sig in enumerate(self.entry.signatures):
                 try:
-                    self._set.Add((("" if sig.case_sensitive else "(?i)") + "(?m)" + sig.pattern).encode())
+                    self._set.Add(re2_signature(sig.pattern, sig.case_sensitive))
                     self._set_ids.append(si)
                 except re2.error:
                     pass  # the scanner's report for this signature still counts

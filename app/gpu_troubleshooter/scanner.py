@@ -68,6 +68,22 @@ class LineHit:
     pattern_ids: frozenset  # the patterns reported on this segment (the engine checks for more)
 
 
+def re2_options():
+    """The options of every RE2 program that runs signatures (the scanner's fallback, the engine's per-entry sets)."""
+    import re2
+    options = re2.Options()
+    options.max_mem = RE2_MAX_MEM
+    options.log_errors = RE2_LOG_ERRORS
+    return options
+
+
+def re2_signature(pattern, case_sensitive):
+    """A signature as RE2 source (bytes), exactly as the scanner runs it: with open
+    gaps (gaps.py), its case, and ^/$ at line ends. Every RE2 use of a signature
+    goes through here, so the engine never counts a line the scanner would not."""
+    return (("" if case_sensitive else "(?i)") + "(?m)" + open_gaps(pattern)).encode()
+
+
 def re2_pattern(pattern, case_sensitive, multiline=False):
     """A compiled RE2 regex (str patterns, str text); raises re2.error."""
     import re2  # only once a line needs it: start-up time matters
@@ -178,14 +194,12 @@ class Scanner:
         else:
             import re2
             self.backend = "re2"
-            self._options = options = re2.Options()
-            options.max_mem = RE2_MAX_MEM
-            options.log_errors = RE2_LOG_ERRORS
+            self._options = options = re2_options()
             alternation = "|".join(f"(?:{p})" if cs else f"(?i:{p})" for p, cs in self.patterns)
             self._any = re2.compile(("(?m)" + alternation).encode(), options)
             self._set = re2.Set.SearchSet(options)
             for p, cs in self.patterns:
-                self._set.Add((("" if cs else "(?i)") + "(?m)" + p).encode())
+                self._set.Add(re2_signature(p, cs))
             self._set.Compile()
             self._each = [None] * len(self.patterns)  # compiled on first use
 
@@ -383,8 +397,7 @@ class Scanner:
         rx = self._each[pid]
         if rx is None:
             import re2
-            p, cs = self.patterns[pid]
-            rx = self._each[pid] = re2.compile((("" if cs else "(?i)") + "(?m)" + p).encode(), self._options)
+            rx = self._each[pid] = re2.compile(re2_signature(*self.patterns[pid]), self._options)
         return rx
 
     def _scan_re2(self, chunk, need, state):
