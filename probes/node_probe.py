@@ -171,6 +171,16 @@ def run_cmd(argv, timeout, env=None, limit=OUTPUT_LIMIT):
     return proc.returncode, kept[out_fd].decode("utf-8", "replace"), kept[err_fd].decode("utf-8", "replace")
 
 
+def excerpt(text, limit):
+    """A command's output as a reason can quote it: one readable line of at most
+    `limit` characters. A broken tool may print binary (NULs, escape codes), which
+    would otherwise reach the JSON facts and the terminal as it is."""
+    text = re.sub(r"[^\S\n]+", " ", text.strip())
+    text = "".join(c if c.isprintable() or c == "\n" else "\\x%02x" % ord(c) if ord(c) < 256 else "?" for c in text)
+    text = " | ".join(line.strip() for line in text.splitlines() if line.strip())
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
 def read_text(path, limit=1 << 20):
     with open(path, "rb") as fh:
         return fh.read(limit).decode("utf-8", "replace")
@@ -587,7 +597,7 @@ def collect_smi(smi, timeout):
             # drivers before 510 do not know compute_cap; ask without it
             rc, out, err = run_cmd([smi, "--query-gpu=" + SMI_FIELDS.replace(",compute_cap", ""), "--format=csv"], timeout)
         if rc != 0:
-            return unknown("nvidia-smi exit %d: %s" % (rc, (err or out).strip()[:300]))
+            return unknown("nvidia-smi exit %d: %s" % (rc, excerpt(err or out, 300)))
         rows = parse_smi_csv(out)
         rc2, table, err2 = run_cmd([smi], timeout)
         summary = parse_smi_table(table) if rc2 == 0 else {}
@@ -633,7 +643,7 @@ def collect_xid(timeout):
     except Exception as exc:
         return unknown(_err(exc))
     if rc != 0:
-        return unknown("dmesg: %s" % (err.strip() or "exit %d" % rc)[:200])
+        return unknown("dmesg: %s" % (excerpt(err, 200) or "exit %d" % rc))
     return [ln.strip() for ln in out.splitlines() if "NVRM: Xid" in ln][-20:]
 
 
@@ -1016,7 +1026,7 @@ def _smi_sampler(smi, timeout):
         rc, out, err = run_cmd([smi, "--query-gpu=index,utilization.gpu,memory.used,memory.total", "--format=csv"],
                                timeout)
         if rc != 0:
-            raise RuntimeError((err or out).strip()[:200])
+            raise RuntimeError(excerpt(err or out, 200))
         rows = [{"index": r["index"], "util": r["utilization.gpu"], "mem_used_mib": r["memory.used"],
                  "mem_total_mib": r["memory.total"]} for r in parse_smi_csv(out)]
         if pid is not None:

@@ -129,6 +129,24 @@ def test_an_nvidia_smi_that_prints_without_end_is_stopped_at_the_output_limit(mo
     validate(facts)
 
 
+def test_an_nvidia_smi_that_fails_printing_binary_is_quoted_readably(monkeypatch, tmp_path):
+    # a damaged nvidia-smi (or a wrapper that cats a core file) failed with bytes that
+    # went as they were into the facts' reason: NULs and escape codes on the terminal
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    smi = bindir / "nvidia-smi"
+    smi.write_text("#!/bin/sh\nprintf 'Failed to initialize NVML:\\000\\033[31m Driver/library\\tversion mismatch\\n\\n%s' "
+                   "\"$(head -c 2000 /dev/zero | tr '\\0' 'x')\" >&2\nexit 18\n")
+    smi.chmod(0o755)
+    monkeypatch.setenv("PATH", str(bindir) + os.pathsep + "/usr/bin:/bin")
+    facts = node_probe.collect(timeout=30, frameworks=())
+    reason = facts["gpu"]["count"]["unknown"]
+    quoted = reason[reason.index("nvidia-smi exit 18: "):]
+    assert quoted.startswith("nvidia-smi exit 18: Failed to initialize NVML:\\x00\\x1b[31m Driver/library version mismatch | xxx")
+    assert reason.isprintable() and quoted.endswith("x...") and len(quoted) <= len("nvidia-smi exit 18: ") + 300
+    validate(facts)
+
+
 def test_run_cmd_keeps_both_streams_whole_under_the_limit(tmp_path):
     rc, out, err = node_probe.run_cmd(
         [sys.executable, "-c", "import sys; sys.stdout.write('o' * 300000); sys.stderr.write('e' * 200000); sys.exit(3)"],
