@@ -153,3 +153,13 @@ def test_real_probe_facts_make_the_cpu_build_finding_alone(tmp_path):
         pytest.skip("torch import exceeded the probe's default timeout here: %s" % doc["facts"]["torch"]["unknown"])
     ids = [f["id"] for f in doc["findings"]]
     assert "demo-torch-cpu" in ids, doc
+
+
+@pytest.mark.parametrize("value", [None, True, False, 0, -3, 2.5, 1e300, float("nan"), float("inf"), "OUT_OF_MEMORY",
+                                   'a"b\\c', "naïve", "x" * 100, "line\nbreak", [1, "a"], {"a": 1}, ("t",)])
+def test_a_fact_value_is_shown_as_json_writes_it(value):
+    # the facts' "confirmed by" lines quote values as JSON; plain ones are written without importing json
+    import json
+    from gpu_troubleshooter.facts import _show
+    text = json.dumps(value, default=str)
+    assert _show(value) == (text if len(text) <= 80 else text[:77] + "...")

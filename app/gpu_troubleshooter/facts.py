@@ -241,8 +241,19 @@ def _compare(op, actual, expected):
 
 
 def _show(value) -> str:
-    import json  # only once a condition is evaluated: start-up time
-    text = json.dumps(value, default=str)
+    """A fact's value as JSON would write it, cut to 80 characters. Plain values
+    are written here: importing json costs a terminal run a few milliseconds."""
+    if value is None or isinstance(value, bool):
+        text = {None: "null", True: "true", False: "false"}[value]
+    elif isinstance(value, int):
+        text = int.__repr__(value)
+    elif isinstance(value, float) and value == value and abs(value) != float("inf"):
+        text = float.__repr__(value)
+    elif isinstance(value, str) and value.isprintable() and value.isascii():
+        text = '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    else:
+        import json
+        text = json.dumps(value, default=str)
     return text if len(text) <= 80 else text[:77] + "..."
 
 
