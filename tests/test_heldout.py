@@ -189,3 +189,26 @@ def test_scorer_reads_the_manifest():
     assert s["failures"]["label_not_in_kb"] == 2 and s["failures"]["label_not_in_kb_wrong"] == 1
     assert s["failures"]["basis_thread"] == {"n": 2, "right_first": 1, "wrong_class": 0, "absent": 1}
     assert s["clean"] == {"n": 2, "flagged": 1}
+
+
+def _flat(text: str) -> str:
+    """Whitespace and Markdown fences folded: the samples keep a thread's ``` fences, examples drop them."""
+    return re.sub(r"\s+", " ", re.sub(r"```[A-Za-z]*", " ", text)).strip()
+
+
+def test_no_knowledge_example_is_a_given_sample():
+    # ../shared/samples score the tool; an example log equal to one (or a long piece of one)
+    # tests the knowledge base on the very text it is scored on. Examples and samples may cite
+    # the same public thread, so this compares the text, not the source.
+    if not SAMPLES.is_dir():
+        pytest.skip("../shared/samples is not present")
+    samples = {p: _flat(p.read_text(encoding="utf-8", errors="replace")) for p in SAMPLES.rglob("*.log") if p.is_file()}
+    clash = []
+    for ex in sorted(KNOWLEDGE.rglob("must-*/*.log")):
+        text = _flat(ex.read_text(encoding="utf-8", errors="replace"))
+        if len(text) < 60:
+            continue  # one error line is the same wherever it is quoted
+        for sample, s in samples.items():
+            if text == s or (len(text) > 120 and text in s) or (len(s) > 120 and s in text):
+                clash.append(f"{ex.relative_to(ROOT)} ~ {sample.relative_to(SAMPLES)}")
+    assert not clash, "knowledge examples that are given samples:\n" + "\n".join(clash)
