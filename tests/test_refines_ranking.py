@@ -69,7 +69,7 @@ def kb():
 
 
 def test_refines_alone_ranks_a_real_pair_without_leads_to(kb, tmp_path):
-    """nccl-socket-interface (0.95) with nccl-failure (0.99) in one log: the finer entry first,
+    """nccl-socket-interface (0.9) with nccl-failure (0.99) in one log: the finer entry first,
     with its `leads_to: [nccl-failure]` line taken out (a site copy replaces the bundled entry)."""
     fine = kb.get("nccl-socket-interface")
     assert fine.refines == "nccl-failure"
@@ -80,7 +80,7 @@ def test_refines_alone_ranks_a_real_pair_without_leads_to(kb, tmp_path):
     (site / "nccl-socket-interface.yaml").write_text(stripped, encoding="utf-8")
     no_leads = load_knowledge_base([tmp_path / "site"])
     assert no_leads.get("nccl-socket-interface").leads_to == () and not no_leads.problems
-    log = [p for p in fine.examples("must-match") if "eno1" in p.name][0]
+    log = [p for p in fine.examples("must-match") if "srun-loopback" in p.name][0]  # both entries on real lines
     d = diagnose_path(str(log), no_leads)
     found = {f.id: f.confidence for f in d.findings}
     assert found["nccl-failure"] > found["nccl-socket-interface"]     # the broader one is surer...
