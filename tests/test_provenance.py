@@ -28,7 +28,14 @@ must-not-match/c.log:
 def test_a_complete_file_is_clean_and_counts_untraced(tmp_path):
     problems, provenance = check_sources(_entry(tmp_path, GOOD))
     assert problems == []
-    assert provenance.recorded and provenance.untraced == 1
+    assert provenance.recorded and provenance.untraced == 1 and provenance.traced_matches == 2
+
+
+def test_an_entry_whose_must_match_logs_are_all_untraced_is_counted_as_such(tmp_path):
+    untraced = GOOD.replace("  url: https://github.com/o/r/issues/1", "  untraced: searched").replace(
+        "  origin: our helpdesk ticket 4711", "  untraced: searched")
+    problems, provenance = check_sources(_entry(tmp_path, untraced))
+    assert problems == [] and provenance.untraced == 3 and provenance.traced_matches == 0
 
 
 def test_no_file_is_reported_as_unrecorded_not_as_an_error(tmp_path):

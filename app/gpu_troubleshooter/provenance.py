@@ -30,6 +30,7 @@ class Provenance:
     """One entry's sources.yaml as checked: no file at all, or how many logs it leaves untraced."""
     recorded: bool
     untraced: int = 0
+    traced_matches: int = 0   # must-match logs with a url or an origin
 
 
 def example_names(folder: Path) -> list[str]:
@@ -50,7 +51,7 @@ def check_sources(entry_path: str) -> tuple[list[Problem], Provenance]:
     if not isinstance(data, dict):
         return [Problem(str(path), 1, "must map each example log (e.g. must-match/x.log) to its url, origin or untraced")], \
             Provenance(recorded=True)
-    out, untraced = [], 0
+    out, untraced, traced_matches = [], 0, 0
     names = example_names(folder)
     for key, value in data.items():
         line = lines.line(key) if lines else 1
@@ -65,8 +66,9 @@ def check_sources(entry_path: str) -> tuple[list[Problem], Provenance]:
         elif where[0] == "url" and not value["url"].startswith(("https://", "http://")):
             out.append(Problem(str(path), line, f"'{key}': url must be an http(s) address, not '{value['url']}'"))
         untraced += where == ["untraced"]
+        traced_matches += key.startswith("must-match/") and where in (["url"], ["origin"])
     missing = [n for n in names if n not in data]
     if missing:
         out.append(Problem(str(path), 1, f"no source for {len(missing)} example log(s): {', '.join(missing[:5])}"
                                           + (" ..." if len(missing) > 5 else "")))
-    return out, Provenance(recorded=True, untraced=untraced)
+    return out, Provenance(recorded=True, untraced=untraced, traced_matches=traced_matches)

@@ -58,6 +58,9 @@ def _source_problems(entries, bundled):
         problems += found
         unrecorded += not provenance.recorded
         untraced += provenance.untraced
+        if bundled and provenance.recorded and not provenance.traced_matches:
+            problems.append(Problem(str(Path(entry.path).with_suffix("") / SOURCES_FILE), 1,
+                                    "no must-match log has a recorded source (all untraced): find real ones", warning=True))
     if bundled and (unrecorded or untraced):
         problems.append(Problem("knowledge base", 0, f"{unrecorded} of {len(entries)} entries record no source for their "
                                 f"example logs ({SOURCES_FILE}) and {untraced} example log(s) are marked untraced", warning=True))
