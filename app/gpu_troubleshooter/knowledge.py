@@ -452,14 +452,15 @@ def _collect_cached(folders: list[Path], cache: Optional[Cache], full: bool = Fa
     known = cache.load_bytes("kbstat", stat_key, "txt")
     key = known.decode("ascii", "replace") if known and _KEY.fullmatch(known) else _fingerprint(folders, bundled, full)
     held = _unpack(cache.load_object("kb", key, lambda obj: True), key, (cache, key))
-    if held is None:
+    if held is not None:
+        by_id, problems, site = held[0], _problems(held[1]), held[2]
+    else:
         digests = _digests(folders, bundled)
         by_id, problems, site, files = _collect(folders, bundled, full, digests, _memo(cache, digests))
         cache.store_bytes("kb", key, _dumps(key, by_id, problems, site, files), "pickle")
-        held = by_id, _rows(problems), site, files
     if settled and not known:
         cache.store_bytes("kbstat", stat_key, key.encode("ascii"), "txt")
-    return held[0], _problems(held[1]), held[2]
+    return by_id, problems, site
 
 
 def _memo(cache: Cache, digests: dict[str, str]) -> _Memo:
