@@ -111,15 +111,20 @@ def test_a_hung_nvidia_smi_cannot_hang_the_probe(monkeypatch, tmp_path):
     validate(facts)
 
 
+def _shell_nvidia_smi(monkeypatch, tmp_path, body):
+    """A broken `nvidia-smi` (a shell script running `body`) first on PATH, the system tools after it."""
+    smi = tmp_path / "bin" / "nvidia-smi"
+    smi.parent.mkdir()
+    smi.write_text("#!/bin/sh\n" + body + "\n")
+    smi.chmod(0o755)
+    monkeypatch.setenv("PATH", str(smi.parent) + os.pathsep + "/usr/bin:/bin")
+    return smi
+
+
 def test_an_nvidia_smi_that_prints_without_end_is_stopped_at_the_output_limit(monkeypatch, tmp_path):
     # A broken wrapper or a fake tool (`exec yes`) once made the probe hold
     # everything it printed until the timeout: 2.3 GB in 9.5 s.
-    bindir = tmp_path / "bin"
-    bindir.mkdir()
-    smi = bindir / "nvidia-smi"
-    smi.write_text("#!/bin/sh\nexec yes\n")
-    smi.chmod(0o755)
-    monkeypatch.setenv("PATH", str(bindir) + os.pathsep + "/usr/bin:/bin")
+    smi = _shell_nvidia_smi(monkeypatch, tmp_path, "exec yes")
     t0 = time.time()
     with pytest.raises(node_probe.ProbeTimeout, match="printed more than 1 MiB"):
         node_probe.run_cmd([str(smi)], timeout=30, limit=1 << 20)
@@ -132,13 +137,8 @@ def test_an_nvidia_smi_that_prints_without_end_is_stopped_at_the_output_limit(mo
 def test_an_nvidia_smi_that_fails_printing_binary_is_quoted_readably(monkeypatch, tmp_path):
     # a damaged nvidia-smi (or a wrapper that cats a core file) failed with bytes that
     # went as they were into the facts' reason: NULs and escape codes on the terminal
-    bindir = tmp_path / "bin"
-    bindir.mkdir()
-    smi = bindir / "nvidia-smi"
-    smi.write_text("#!/bin/sh\nprintf 'Failed to initialize NVML:\\000\\033[31m Driver/library\\tversion mismatch\\n\\n%s' "
-                   "\"$(head -c 2000 /dev/zero | tr '\\0' 'x')\" >&2\nexit 18\n")
-    smi.chmod(0o755)
-    monkeypatch.setenv("PATH", str(bindir) + os.pathsep + "/usr/bin:/bin")
+    _shell_nvidia_smi(monkeypatch, tmp_path, "printf 'Failed to initialize NVML:\\000\\033[31m Driver/library\\tversion mismatch\\n\\n%s' "
+                      "\"$(head -c 2000 /dev/zero | tr '\\0' 'x')\" >&2\nexit 18")
     facts = node_probe.collect(timeout=30, frameworks=())
     reason = facts["gpu"]["count"]["unknown"]
     quoted = reason[reason.index("nvidia-smi exit 18: "):]
