@@ -1,6 +1,7 @@
 """A finer entry (`refines: BROADER`) found in the same log as its broader entry ranks right
 above it through `refines` itself, whatever the confidences and with no `leads_to` line;
-the broader entry found alone is still reported; the JSON finding lists the broader ids."""
+the broader entry found alone is still reported, and left out where it has no log line of
+its own; the JSON finding lists the broader ids."""
 import re
 from pathlib import Path
 
@@ -81,11 +82,32 @@ def test_refines_alone_ranks_a_real_pair_without_leads_to(kb, tmp_path):
     no_leads = load_knowledge_base([tmp_path / "site"])
     assert no_leads.get("nccl-socket-interface").leads_to == () and not no_leads.problems
     log = [p for p in fine.examples("must-match") if "srun-loopback" in p.name][0]  # both entries on real lines
-    d = diagnose_path(str(log), no_leads)
+    # the log is one pasted line of `srun -l` output; split at its rank labels, each message is a line
+    lines = re.sub(r" (?=\d+: )", "\n", log.read_text(encoding="utf-8"))
+    d = diagnose_text(lines, no_leads)
     found = {f.id: f.confidence for f in d.findings}
     assert found["nccl-failure"] > found["nccl-socket-interface"]     # the broader one is surer...
     assert ids(d.findings)[:2] == ["nccl-socket-interface", "nccl-failure"]   # ...and still second
     assert d.to_dict()["findings"][0]["refines"] == ["nccl-failure"]
+
+
+def test_a_broader_finding_with_no_line_of_its_own_is_left_out(kb):
+    """On the pasted single line both entries match; the broader one would only repeat that line
+    with generic advice, so the finer finding stands alone and names it in `refines`."""
+    log = [p for p in kb.get("nccl-socket-interface").examples("must-match") if "srun-loopback" in p.name][0]
+    d = diagnose_path(str(log), kb)
+    assert ids(d.findings) == ["nccl-socket-interface"]
+    assert d.to_dict()["findings"][0]["refines"] == ["nccl-failure"]
+
+
+def test_a_consequence_on_the_causes_own_line_is_left_out_but_not_on_its_own_line():
+    cause, effect = entry("torch-api-removed", leads_to=("python-module-missing",)), entry("python-module-missing")
+    same_line = [finding(effect, 0.95, 4), finding(cause, 0.9, 4)]
+    assert ids(rank(same_line)) == ["torch-api-removed"]
+    own_line = [finding(effect, 0.95, 7), finding(cause, 0.9, 4)]
+    assert ids(rank(own_line)) == ["torch-api-removed", "python-module-missing"]
+    unrelated = [finding(entry("cuda-oom"), 0.95, 4), finding(cause, 0.9, 4)]
+    assert ids(rank(unrelated)) == ["cuda-oom", "torch-api-removed"]
 
 
 def test_a_generic_nccl_error_alone_is_the_broader_entry(kb):

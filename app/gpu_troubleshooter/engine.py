@@ -12,7 +12,7 @@ import io
 from collections import deque
 from functools import cached_property
 
-from .findings import Diagnosis, Evidence, Finding, finer_first
+from .findings import Diagnosis, Evidence, Finding, finer_first, without_explained
 from .keylines import KEEP_PER_KIND, PATTERNS as KEY_PATTERNS, KeyLineCollector
 from .normalize import clean, decode
 from . import reader
@@ -505,7 +505,8 @@ def _apply_facts(findings, kb, facts):
 def rank(findings):
     """Best first: by confidence, then a root cause before what it leads to
     (an OOM on one rank before the NCCL abort it causes), then earliest line;
-    a finer finding right above the broader one it refines (findings.finer_first)."""
+    a finer finding right above the broader one it refines (findings.finer_first); a broader
+    or consequent finding with no log line of its own is left out (findings.without_explained)."""
     ordered = sorted(findings, key=lambda f: (-round(f.confidence, 2), f.first_line or 10**12, f.id))
     present = {f.id for f in ordered}
     moved = True
@@ -521,4 +522,4 @@ def rank(findings):
                     break
             if moved:
                 break
-    return finer_first(ordered)
+    return finer_first(without_explained(ordered))

@@ -64,6 +64,29 @@ def finer_first(ordered):
     return tuple(out)
 
 
+def without_explained(ordered):
+    """Findings less those another finding explains line for line: a broader entry it refines
+    (`cublas-execution-failed` under `cublas-invalid-value`) or a consequence it leads to
+    (`python-module-missing` under `torch-api-removed`), when every log line that is evidence
+    for it is also evidence for the finer or causing finding. Listed anyway, such a finding
+    only repeats the same line with the broader entry's advice, which is wrong here
+    (`pip install pkg_resources`). A finding with a line of its own stays."""
+    def lines(finding):
+        return {e.line for e in finding.evidence if e.line}
+
+    def explained(finding):
+        own = lines(finding)
+        for other in ordered:
+            entry = other.entry
+            related = finding.id in (getattr(entry, "broader", ()) or ((entry.refines,) if getattr(entry, "refines", None) else ()))
+            related = related or finding.id in getattr(entry, "leads_to", ())
+            if other is not finding and related and own and own <= lines(other):
+                return True
+        return False
+
+    return tuple(f for f in ordered if not explained(f))
+
+
 @dataclass(frozen=True)
 class Diagnosis:
     source: str
