@@ -330,6 +330,11 @@ def test_size_limit(demo):
     ("PBS_JOBID=99.pbs01", "pbs"),
     ("TERM_RUNLIMIT: job killed after reaching LSF run time limit.", "lsf"),
     ("Sender: LSF System <lsfadmin@host>", "lsf"),
+    # refused submissions (real wordings from the knowledge base's LSF, PBS and Slurm examples)
+    ("normal: No such queue. Job not submitted.", "lsf"),
+    ("Request aborted by esub. Job not submitted.", "lsf"),
+    ("qsub: Unknown queue", "pbs"),
+    ("sbatch: error: Batch job submission failed: Invalid account or account/partition combination specified", "slurm"),
     ("nothing about a scheduler here", None),
 ])
 def test_scheduler_is_detected_from_the_log(demo, marker, expected):

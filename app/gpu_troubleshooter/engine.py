@@ -30,9 +30,11 @@ SHOWN_EVIDENCE = 8
 # (case-sensitive: these are the schedulers' own words). `log.scheduler` in
 # fix conditions; the first one seen wins.
 SCHEDULER_MARKERS = (
-    ("slurm", r"slurmstepd(?:-[\w.-]+)?: |srun: error|(?:srun|sbatch|salloc): fatal: |SLURM_JOB_ID"),
-    ("pbs", r"=>> PBS: |PBS: job killed|PBS_JOBID"),
-    ("lsf", r"TERM_[A-Z_]+: |Sender: LSF System"),
+    # a refused submission names its scheduler too (`sbatch: error:`, `qsub:`, LSF's "Job not
+    # submitted."), so the fixes for that scheduler come first on a log of one line
+    ("slurm", r"slurmstepd(?:-[\w.-]+)?: |srun: error|(?:srun|sbatch|salloc): fatal: |(?:sbatch|salloc): error: |SLURM_JOB_ID"),
+    ("pbs", r"=>> PBS: |PBS: job killed|PBS_JOBID|PBS Job Id: |\bqsub: "),
+    ("lsf", r"TERM_[A-Z_]+: |Sender: LSF System|Job not submitted\.|Request aborted by esub|LSF is down|Cannot connect to LSF|\bbsub: "),
     ("flux", r"flux-shell\[\d+\]: |flux-job: |job\.exception type=|flux job info "),
     ("condor", r"Error from slot\S*@|Job was held\.|condor_q "),
     ("kubernetes", r"Reason:\s+OOMKilled|Insufficient nvidia\.com/gpu|kubectl "),
