@@ -107,6 +107,18 @@ def test_i18n_write_round_trips_fact_notes(tmp_path, monkeypatch):
         i18n_write.build(entry, draft, "hr")
 
 
+def test_i18n_write_drafts_a_conditional_cause_with_its_english(tmp_path):
+    """A cause written {text, when} shows its English in a stale draft (it showed 'TODO: ')."""
+    sys.path.insert(0, str(ROOT / "tools"))
+    try:
+        import i18n_write
+    finally:
+        sys.path.pop(0)
+    entry = yaml.safe_load(next(p for p in entry_files(bundled_dir()) if p.stem == "python-module-missing").read_text())
+    conditional = next(c for c in entry["causes"] if isinstance(c, dict) and "when" in c)
+    assert i18n_write._en(conditional) == " ".join(conditional["text"].split())
+
+
 # --- the message catalog -----------------------------------------------------------
 
 def _fields(text):

@@ -56,7 +56,8 @@ def _notes(entry) -> list:
 
 
 def _en(text) -> str:
-    return " ".join(str(text.get("en", "") if isinstance(text, dict) else text or "").split())
+    # a cause may be a mapping: {text, when} (a condition), or the older {en: ...}
+    return " ".join(str((text.get("en") or text.get("text", "")) if isinstance(text, dict) else text or "").split())
 
 
 def draft(entry_id: str) -> str:
