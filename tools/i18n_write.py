@@ -33,7 +33,7 @@ from pathlib import Path
 
 import yaml
 
-from gpu_troubleshooter.i18n import (_by_src, _field_text, _fix_translation, load_translation, source_hash,
+from gpu_troubleshooter.i18n import (_by_src, _english, _field_text, _fix_translation, load_translation, source_hash,
                                      translate_entry, translation_path)
 from gpu_troubleshooter.knowledge import bundled_dir, entry_files
 
@@ -56,8 +56,8 @@ def _notes(entry) -> list:
 
 
 def _en(text) -> str:
-    # a cause may be a mapping: {text, when} (a condition), or the older {en: ...}
-    return " ".join(str((text.get("en") or text.get("text", "")) if isinstance(text, dict) else text or "").split())
+    # the English that source_hash hashes ({text, when} causes and {en: ...} included)
+    return " ".join(_english(text).split())
 
 
 def draft(entry_id: str) -> str:

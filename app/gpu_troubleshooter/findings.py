@@ -42,6 +42,11 @@ class Finding:
         return finding_view(self, kb, lang, site, facts, scheduler)
 
 
+def _broader(entry):
+    """The ids an entry refines, nearest first (model.Entry.broader, else its own `refines`)."""
+    return getattr(entry, "broader", ()) or ((entry.refines,) if getattr(entry, "refines", None) else ())
+
+
 def finer_first(ordered):
     """Findings in the engine's order, except that a finding which refines another one found
     in the same log (`refines`, transitively: model.Entry.broader) ranks right above it:
@@ -54,9 +59,7 @@ def finer_first(ordered):
         moved, guard = False, guard - 1
         where = {f.id: i for i, f in enumerate(out)}
         for i, finding in enumerate(out):
-            entry = finding.entry
-            broader = getattr(entry, "broader", ()) or ((entry.refines,) if getattr(entry, "refines", None) else ())
-            above = [where[b] for b in broader if where.get(b, i) < i]
+            above = [where[b] for b in _broader(finding.entry) if where.get(b, i) < i]
             if above:
                 out.insert(min(above), out.pop(i))
                 moved = True
@@ -71,18 +74,14 @@ def without_explained(ordered):
     for it is also evidence for the finer or causing finding. Listed anyway, such a finding
     only repeats the same line with the broader entry's advice, which is wrong here
     (`pip install pkg_resources`). A finding with a line of its own stays."""
-    def lines(finding):
-        return {e.line for e in finding.evidence if e.line}
+    lines = {id(f): {e.line for e in f.evidence if e.line} for f in ordered}
 
     def explained(finding):
-        own = lines(finding)
-        for other in ordered:
-            entry = other.entry
-            related = finding.id in (getattr(entry, "broader", ()) or ((entry.refines,) if getattr(entry, "refines", None) else ()))
-            related = related or finding.id in getattr(entry, "leads_to", ())
-            if other is not finding and related and own and own <= lines(other):
-                return True
-        return False
+        own = lines[id(finding)]
+        return bool(own) and any(
+            other is not finding and own <= lines[id(other)]
+            and (finding.id in _broader(other.entry) or finding.id in getattr(other.entry, "leads_to", ()))
+            for other in ordered)
 
     return tuple(f for f in ordered if not explained(f))
 
