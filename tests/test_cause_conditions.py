@@ -156,3 +156,17 @@ def test_translations_of_conditional_causes_stay_current(kb):
                 assert not [str(w) for w in check_translation(data, path) if "stale" in w.message]
     hr = entry_view(kb.get("cuda-oom"), "hr")
     assert hr.causes[0] != str(kb.get("cuda-oom").causes[0])    # the translated cause is found through {text, when}
+
+
+@pytest.mark.parametrize("cause, why", [
+    ("A wheel built for another GPU (e.g. sm_90 only) was installed. Reinstall it.",
+     "A wheel built for another GPU (e.g. sm_90 only) was installed."),
+    ("Paket je izgrađen za drugi CUDA (npr. 11.8) od onog na nodu. Instaliraj drugi.",
+     "Paket je izgrađen za drugi CUDA (npr. 11.8) od onog na nodu."),
+    ("Fragmentation, i.e. free memory in small pieces, vs. one big block. More here.",
+     "Fragmentation, i.e. free memory in small pieces, vs. one big block."),
+    ("The job ran out of time! Ask for more.", "The job ran out of time!"),
+])
+def test_why_line_ends_at_the_sentence_not_at_an_abbreviation(cause, why):
+    from types import SimpleNamespace
+    assert why_line(SimpleNamespace(likely_causes=(cause,), summary="unused")) == why

@@ -280,8 +280,14 @@ def why_line(view):
     never one whose condition is false), else of the summary."""
     likely = view.likely_causes
     text = " ".join((likely[0] if likely else view.summary).split())
-    cut = re.search(r"(?<=[.!?。])\s", text)
+    cut = _SENTENCE_END.search(text)
     return text[:cut.start()] if cut else text
+
+
+# The end of a sentence, but not the dot of an abbreviation that causes use mid-sentence
+# ("e.g. a wheel ...", Croatian/Serbian "npr."), which would cut "Why" short.
+_SENTENCE_END = re.compile(r"(?<![\s(]e\.g\.)(?<![\s(]i\.e\.)(?<![\s(]vs\.)(?<![\s(]cf\.)"
+                           r"(?<![\s(]npr\.)(?<![\s(]tj\.)(?<=[.!?。])\s")
 
 
 def helpdesk_message(view, diagnosis, lang="en"):
