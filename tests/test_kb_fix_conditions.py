@@ -150,3 +150,15 @@ def test_probe_facts_choose_the_wheel_when_the_log_has_no_numbers(kb):
     titles, _ = ordered_fixes(kb, "CUDA driver version is insufficient for CUDA runtime version", "cuda-driver-too-old",
                               facts={"gpu": {"driver_version": "550.54.15"}})
     assert titles[0].startswith("Driver supports CUDA 12.0 to 12.7")
+
+
+@pytest.mark.parametrize("library, old", [("libcudart.so.10.2", True), ("libcublas.so.11", True),
+                                          ("libcudart.so.12", False), ("libgfortran.so.5", False)])
+def test_a_runtime_of_an_old_cuda_leads_with_installing_a_build_for_the_current_one(kb, library, old):
+    text = "ImportError: %s: cannot open shared object file: No such file or directory" % library
+    titles, values = ordered_fixes(kb, text, "shared-library-missing")
+    first_is_rebuild = titles[0].startswith("Built for an old CUDA")
+    assert first_is_rebuild is old, (values, titles[:2])
+    d = diagnose_text(text, kb)
+    view = [v for v in d.views() if v.id == "shared-library-missing"][0]
+    assert view.likely_causes[0].startswith("The package or compiled extension") is old
