@@ -194,7 +194,7 @@ def test_entries_cached_by_other_code_are_not_reused_for_unchanged_files(cache, 
     real = knowledge.parse_entry
     monkeypatch.setattr(knowledge, "parse_entry", lambda path, trusted=False: parsed.append(path.name) or real(path, trusted))
     assert demo(cache).get("demo-oom") is not None
-    assert sorted(parsed) == ["demo-nccl.yaml", "demo-oom.yaml", "demo-weak.yaml"]
+    assert sorted(parsed) == ["demo-nccl.yaml", "demo-noise.yaml", "demo-oom.yaml", "demo-weak.yaml"]
 
 
 def test_unchanged_files_are_known_by_their_stat_and_any_change_is_read(cache, tmp_path, monkeypatch):

@@ -40,6 +40,20 @@ def test_clean_log_exit_0_and_empty_findings(tmp_path):
     assert r.returncode == 0 and "no known failure" in r.stdout.decode()
 
 
+def test_harmless_lines_keep_exit_0_and_are_named_as_harmless(tmp_path):
+    noise = "E0000 cuda_dnn.cc:8310] Unable to register demo factory: already registered\n"
+    log = write(tmp_path, "noisy.out", noise + "epoch 1 loss 0.1\n" + noise + "done\n")
+    r = run_cli("--json", log, env=DEMO_ONLY)
+    doc = json.loads(r.stdout)
+    assert r.returncode == 0 and doc["findings"] == []
+    assert [h["id"] for h in doc["harmless"]] == ["demo-noise"] and doc["harmless"][0]["evidence"][0]["line"] == 1
+    out = run_cli(log, env=DEMO_ONLY).stdout.decode()
+    assert "no known failure" in out and "Harmless, no action needed" in out
+    assert "Demo start-up noise (lines 1, 3)" in out
+    out_hr = run_cli("--lang", "hr", log, env=DEMO_ONLY).stdout.decode()
+    assert "Bezopasno, ništa ne treba poduzeti" in out_hr and "(retci 1, 3)" in out_hr
+
+
 def test_human_output_puts_fix_before_evidence_and_no_colour_off_a_tty(tmp_path):
     log = write(tmp_path, "slurm-2.out", OOM)
     out = run_cli(log, env=DEMO_ONLY).stdout.decode()

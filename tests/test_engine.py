@@ -221,3 +221,29 @@ def test_memory_is_flat_however_many_lines_match(demo, monkeypatch, backend):
 
     small, large = peak(2_000), peak(40_000)  # 20x the matching lines, ~5 MB
     assert large < small * 1.5 + 256 * 1024, (small, large)
+
+
+HARMLESS = "2025-01-13 23:58:38: E cuda_dnn.cc:8310] Unable to register demo factory: already registered\n"
+
+
+def test_harmless_lines_are_listed_apart_and_never_a_finding(demo):
+    d = diagnose_text(HARMLESS + NOISE + HARMLESS, demo)
+    assert d.findings == () and [f.id for f in d.harmless] == ["demo-noise"]
+    assert [e.line for e in d.harmless[0].evidence][:1] == [1]
+    doc = d.to_dict()
+    assert doc["findings"] == [] and doc["harmless"][0]["id"] == "demo-noise"
+    assert doc["harmless"][0]["evidence"][0]["line"] == 1
+
+
+def test_harmless_lines_beside_a_failure_do_not_change_it(demo):
+    d = diagnose_text(HARMLESS + NOISE + OOM + "\n", demo)
+    assert ids(d) == ["demo-oom"] and [f.id for f in d.harmless] == ["demo-noise"]
+
+
+def test_a_harmless_line_is_never_named_as_the_line_that_ended_the_job(demo):
+    noisy = "E0000 cuda_dnn.cc:8310] ERROR: Unable to register demo factory: already registered\n"
+    d = diagnose_text(NOISE + noisy, demo)
+    assert d.findings == () and d.harmless
+    assert all("demo factory" not in k.text for k in d.key_lines)
+    # the same shape of line, not known to be harmless, is named
+    assert any("other factory" in k.text for k in diagnose_text(NOISE + noisy.replace("demo", "other"), demo).key_lines)

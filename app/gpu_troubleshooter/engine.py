@@ -310,11 +310,16 @@ def _diagnose(buffers, kb, source, facts, ahead=0):
         finally:
             counter.close()
     lines = line_no - 1 + (0 if last == b"\n" or not nbytes else 1)
-    findings = [f for ei, ev in evidence.items() if (f := _score(ev)) is not None]
+    scored = [f for ei, ev in evidence.items() if (f := _score(ev)) is not None]
+    harmless = tuple(sorted((f for f in scored if f.entry.harmless), key=lambda f: (f.first_line or 0, f.id)))
+    findings = [f for f in scored if not f.entry.harmless]
     if facts is not None:
         findings = _apply_facts(findings, kb, facts)
+    # a line known to be harmless is never one that "ended the job"
+    noise = {e.line for f in harmless for e in f.evidence}
     return Diagnosis(source=source, findings=rank(findings), lines=lines, bytes=nbytes, site=kb.site, facts=facts,
-                     scheduler=min(seen_markers)[1] if seen_markers else None, key_lines=keys.result())
+                     scheduler=min(seen_markers)[1] if seen_markers else None,
+                     key_lines=tuple(k for k in keys.result() if k.line not in noise), harmless=harmless)
 
 
 SCAN_THREADS = 2          # threads for the first pass over a large log's chunks (Hyperscan runs without the GIL)

@@ -96,6 +96,7 @@ class Diagnosis:
     facts: Optional[dict] = field(repr=False, default=None)
     scheduler: Optional[str] = None     # slurm | pbs | lsf, as the engine saw it in the log
     key_lines: tuple = ()               # keylines.KeyLine: the lines that most likely ended the job
+    harmless: tuple[Finding, ...] = ()  # known noise (entries of severity harmless), in log order: not failures
     context: dict = field(repr=False, default_factory=dict)  # what else the reader/engine saw: warnings
 
     @property
@@ -105,6 +106,16 @@ class Diagnosis:
     def views(self, lang="en"):
         """The findings as the user sees them (view.FindingView), best first."""
         return tuple(f.view(lang=lang, site=self.site, facts=self.facts, scheduler=self.scheduler) for f in self.findings)
+
+    def harmless_views(self, lang="en"):
+        """The harmless lines' entries as the user sees them (view.FindingView), in log order."""
+        return tuple(f.view(lang=lang, site=self.site, scheduler=self.scheduler) for f in self.harmless)
+
+    @staticmethod
+    def _harmless_dict(finding, lang):
+        view = finding.view(lang=lang)
+        return {"id": view.id, "title": view.title, "summary": view.summary,
+                "evidence": [{"line": e.line, "text": e.text} for e in view.evidence]}
 
     def to_dict(self, lang="en"):
         findings = [v.to_dict() for v in self.views(lang)]
@@ -120,5 +131,6 @@ class Diagnosis:
             "findings": findings,
             "facts": self.facts,
             "key_lines": [k.to_dict() for k in self.key_lines],
+            "harmless": [self._harmless_dict(f, lang) for f in self.harmless],
             **({"warnings": list(self.context["warnings"])} if self.context.get("warnings") else {}),
         }

@@ -133,6 +133,11 @@ class Entry:
     draft: bool = False
 
     @property
+    def harmless(self) -> bool:
+        """Known noise rather than a failure: reported apart from the findings (Diagnosis.harmless)."""
+        return self.severity == "harmless"
+
+    @property
     def area(self) -> str:
         return Path(self.path).parent.name
 

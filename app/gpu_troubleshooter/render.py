@@ -102,8 +102,9 @@ LABELS = {
            "also_full": "Also found (probably consequences or secondary):", "at_line": " at line {n}",
            "line_short": " (line {n})", "more_findings": "... and {n} more findings: troubleshoot --full",
            "other_errors": "Other errors near the end of the log:",
+           "harmless": "Harmless, no action needed (these lines look like errors but are not):",
            "still_stuck": "Still stuck, or was this wrong? Submit the log at {url}", "fact": "fact",
-           "line_n": "line {n}",
+           "line_n": "line {n}", "lines_n": "lines {n}",
            "web_how": "How to fix it", "web_more": "More fixes ({n})", "web_evidence": "Evidence from your log",
            "web_values": "Values found", "web_facts": "What the probe's facts say", "web_confirms": "confirms:",
            "web_against": "argues against:", "web_why": "Why this happens", "web_refs": "References",
@@ -142,8 +143,9 @@ LABELS = {
            "also_full": "Pronađeno i (vjerojatno posljedice ili sporedno):", "at_line": " u retku {n}",
            "line_short": " (redak {n})", "more_findings": "... i još nalaza: {n} (troubleshoot --full)",
            "other_errors": "Ostale greške pri kraju loga:",
+           "harmless": "Bezopasno, ništa ne treba poduzeti (ovi retci izgledaju kao greške, ali nisu):",
            "still_stuck": "Još ne radi ili je ovo pogrešno? Pošaljite log na {url}", "fact": "podatak",
-           "line_n": "redak {n}",
+           "line_n": "redak {n}", "lines_n": "retci {n}",
            "web_how": "Kako popraviti", "web_more": "Ostala rješenja ({n})", "web_evidence": "Retci iz vašeg loga",
            "web_values": "Pronađene vrijednosti", "web_facts": "Što kažu podaci sonde", "web_confirms": "potvrđuje:",
            "web_against": "govori protiv:", "web_why": "Zašto se to događa", "web_refs": "Više o tome",
@@ -183,8 +185,9 @@ LABELS = {
            "also_full": "Pronađeno i (verovatno posledice ili sporedno):", "at_line": " u liniji {n}",
            "line_short": " (linija {n})", "more_findings": "... i još nalaza: {n} (troubleshoot --full)",
            "other_errors": "Ostale greške pri kraju loga:",
+           "harmless": "Bezopasno, ništa ne treba preduzeti (ove linije izgledaju kao greške, ali nisu):",
            "still_stuck": "I dalje ne radi ili je ovo pogrešno? Pošaljite log na {url}", "fact": "podatak",
-           "line_n": "linija {n}",
+           "line_n": "linija {n}", "lines_n": "linije {n}",
            "web_how": "Kako popraviti", "web_more": "Ostala rešenja ({n})", "web_evidence": "Linije iz vašeg loga",
            "web_values": "Pronađene vrednosti", "web_facts": "Šta kažu podaci sonde", "web_confirms": "potvrđuje:",
            "web_against": "govori protiv:", "web_why": "Zašto se to dešava", "web_refs": "Više o tome",
@@ -224,8 +227,9 @@ LABELS = {
            "also_full": "함께 발견됨 (대개 앞의 오류로 생긴 부수적인 오류):", "at_line": " ({n}번째 줄)",
            "line_short": " ({n}번째 줄)", "more_findings": "... 그 밖의 발견 {n}개: troubleshoot --full",
            "other_errors": "로그 끝부분의 다른 오류:",
+           "harmless": "무해함, 조치 필요 없음 (오류처럼 보이지만 오류가 아닌 줄):",
            "still_stuck": "아직 해결되지 않았거나 진단이 틀렸나요? 로그를 제출하세요: {url}", "fact": "사실",
-           "line_n": "{n}번째 줄",
+           "line_n": "{n}번째 줄", "lines_n": "{n}번째 줄",
            "web_how": "해결 방법", "web_more": "다른 해결 방법 ({n}개)", "web_evidence": "로그 근거",
            "web_values": "찾은 값", "web_facts": "프로브 사실이 말해 주는 것", "web_confirms": "뒷받침:",
            "web_against": "반대:", "web_why": "발생 원인", "web_refs": "더 읽어보기",
@@ -394,6 +398,8 @@ def human_full(diagnosis, style, lang="en"):
             lines.append("")
             lines.append(style("  " + label(lang, "ended_job"), "bold"))
             lines += _key_lines(diagnosis.key_lines, style, lang)
+        lines += _harmless(diagnosis, style, lang)
+        if diagnosis.key_lines or diagnosis.harmless:
             lines.append("")
         lines.append("  " + label(lang, "nothing").format(to=_helpdesk(diagnosis.site, lang)))
         lines.append("  " + label(lang, "send_what"))
@@ -461,10 +467,26 @@ def _after_findings(diagnosis, views, style, lang="en"):
         lines.append("")
         lines.append(style(f"  {label(lang, 'other_errors')}", "bold"))
         lines += _key_lines(other_errors, style, lang)
+    lines += _harmless(diagnosis, style, lang)
     if diagnosis.site.get("helpdesk_url"):
         lines.append("")
         lines.append(style("  " + label(lang, "still_stuck").format(url=diagnosis.site["helpdesk_url"]), "dim"))
     return lines
+
+
+def _harmless(diagnosis, style, lang="en"):
+    """The known noise in the log (entries of severity harmless), one line each, dim: so that
+    a reader who sees "E ... Unable to register cuDNN factory" knows it is not the failure."""
+    views = diagnosis.harmless_views(lang)
+    if not views:
+        return []
+    out = ["", style(f"  {label(lang, 'harmless')}", "bold")]
+    for v in views:
+        numbers = [e.line for e in v.evidence if e.line]
+        where = ", ".join(map(str, numbers[:5])) + (", ..." if len(numbers) > 5 else "")
+        out.append(style(f"  - {v.title} ({label(lang, 'line_n' if len(numbers) == 1 else 'lines_n').format(n=where)})  (troubleshoot explain {v.id})",
+                         "dim"))
+    return out
 
 
 def _helpdesk(site, lang="en"):

@@ -26,7 +26,9 @@ TOP_KEYS = {
 SCHEMA_VERSIONS = {1, 2}  # model.SCHEMA_VERSION is the newest
 ACTORS = {"user", "site"}
 SCHEDULERS = {"slurm", "pbs", "lsf", "flux", "condor", "kubernetes"}
-SEVERITIES = {"error", "warning"}
+# harmless: lines that look like errors but are not (TensorFlow start-up noise); the engine
+# lists them apart from the findings, never as a failure
+SEVERITIES = {"error", "warning", "harmless"}
 SIGNATURE_KEYS = {"regex", "literal", "weight", "case"}
 FIX_KEYS = {"title", "text", "code", "when", "scheduler"}
 CODE_LANGS = {"bash", "python", "sbatch", "text", "dockerfile", "yaml", "console", "pbs"}

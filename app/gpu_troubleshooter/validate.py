@@ -105,6 +105,12 @@ def _literal_text(pattern):
     return text if spaced(re.escape(text)) == spaced(pattern) else None
 
 
+def example_ids(diagnosis, entry):
+    """The ids an entry's examples are checked against: the findings, best first; for a
+    harmless entry (known noise, never a finding) the harmless lines' entries instead."""
+    return [f.id for f in (diagnosis.harmless if entry.harmless else diagnosis.findings)]
+
+
 def check_entry_examples(entry, kb):
     from .engine import diagnose_path
     from .errors import LogInputError
@@ -112,11 +118,11 @@ def check_entry_examples(entry, kb):
     match, near = entry.examples("must-match"), entry.examples("must-not-match")
     for path in match + near:
         try:
-            ids = [f.id for f in diagnose_path(path, kb).findings]
+            ids = example_ids(diagnose_path(path, kb), entry)
         except LogInputError as e:
             problems.append(Problem(str(path), 1, f"example cannot be read: {e}"))
             continue
-        if path in match and (not ids or ids[0] != entry.id):
+        if path in match and (not ids or (ids[0] != entry.id and not entry.harmless) or entry.id not in ids):
             problems.append(Problem(str(path), 1, f"must match '{entry.id}' first, but found {ids or 'no known failure'}"))
         if path in near and entry.id in ids:
             problems.append(Problem(str(path), 1, f"near miss must not match '{entry.id}', but found {ids}"))

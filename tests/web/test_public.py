@@ -49,6 +49,16 @@ def test_no_known_failure_says_what_to_send(client):
     assert "No known failure found" in html and "What to send the helpdesk" in html
 
 
+def test_harmless_lines_are_shown_apart_from_the_failure(client):
+    noise = "E0000 cuda_dnn.cc:8310] Unable to register demo factory: already registered\n"
+    token = submit(client, log=noise + "epoch 1 done\n" + noise)
+    html = client.get(f"/s/{token}").get_data(as_text=True)
+    assert "No known failure found" in html
+    assert "Harmless lines, no action needed" in html and "Demo start-up noise" in html and "log lines 1, 3" in html
+    doc = client.get(f"/api/v1/submissions/{token}").get_json()
+    assert doc["diagnosis"]["findings"] == [] and doc["diagnosis"]["harmless"][0]["id"] == "demo-noise"
+
+
 def test_empty_submission_is_refused(client):
     r = client.post("/submit", data={"log": "   "})
     assert r.status_code == 400 and "paste a log" in r.get_data(as_text=True)

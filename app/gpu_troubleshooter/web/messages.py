@@ -70,7 +70,8 @@ WEB_LABELS = {
         "dg_internal": "internal error while scanning the log; please submit it again",
         "nm_text": "None of the known failures shows in this log ({lines} lines). That does not mean "
                    "nothing is wrong: the helpdesk can look.",
-        "nm_ended": "These lines ended the job", "nm_send": "What to send the helpdesk",
+        "nm_ended": "These lines ended the job",
+        "hl_title": "Harmless lines, no action needed", "hl_at": "log lines {lines}", "nm_send": "What to send the helpdesk",
         "nm_page": "This page (use “{button}” below: it sends the diagnosis and the last lines of the log).",
         "nm_job": "The job ID, the cluster and partition, and the time it failed.",
         "nm_script": "The job script ({code} lines included) and the exact command that failed.",
@@ -151,7 +152,8 @@ WEB_LABELS = {
         "dg_internal": "interna greška pri pregledu loga; pošaljite ga ponovno",
         "nm_text": "Nijedna poznata greška ne pojavljuje se u ovom logu ({lines} redaka). To ne znači "
                    "da je sve u redu: podrška može pogledati.",
-        "nm_ended": "Ovi retci završili su posao", "nm_send": "Što poslati podršci",
+        "nm_ended": "Ovi retci završili su posao",
+        "hl_title": "Bezopasni retci, ništa ne treba poduzeti", "hl_at": "retci loga {lines}", "nm_send": "Što poslati podršci",
         "nm_page": "Ovu stranicu (gumb “{button}” niže: šalje dijagnozu i zadnje retke loga).",
         "nm_job": "ID posla, klaster i particiju te vrijeme kada je pao.",
         "nm_script": "Skriptu posla (uključujući retke {code}) i točnu naredbu koja nije uspjela.",
@@ -233,7 +235,8 @@ WEB_LABELS = {
         "dg_internal": "interna greška pri pregledu loga; pošaljite ga ponovo",
         "nm_text": "Nijedna poznata greška se ne pojavljuje u ovom logu ({lines} linija). To ne znači "
                    "da je sve u redu: podrška može da pogleda.",
-        "nm_ended": "Ove linije su završile job", "nm_send": "Šta poslati podršci",
+        "nm_ended": "Ove linije su završile job",
+        "hl_title": "Bezopasne linije, ništa ne treba preduzeti", "hl_at": "linije loga {lines}", "nm_send": "Šta poslati podršci",
         "nm_page": "Ovu stranicu (dugme “{button}” ispod: šalje dijagnozu i poslednje linije loga).",
         "nm_job": "ID joba, klaster i particiju i vreme kada je pao.",
         "nm_script": "Skriptu joba (uključujući linije {code}) i tačnu komandu koja nije uspela.",
@@ -312,7 +315,8 @@ WEB_LABELS = {
         "dg_internal": "로그를 검사하는 중 내부 오류가 났습니다. 다시 제출하세요",
         "nm_text": "알려진 오류 중 어느 것도 이 로그({lines}줄)에 나타나지 않습니다. 그렇다고 아무 문제가 "
                    "없다는 뜻은 아닙니다. 헬프데스크가 살펴볼 수 있습니다.",
-        "nm_ended": "작업을 끝낸 줄", "nm_send": "헬프데스크에 보낼 것",
+        "nm_ended": "작업을 끝낸 줄",
+        "hl_title": "무해한 줄, 조치 필요 없음", "hl_at": "로그 {lines}번째 줄", "nm_send": "헬프데스크에 보낼 것",
         "nm_page": "이 페이지(아래의 “{button}” 사용: 진단 결과와 로그의 마지막 줄들을 보냅니다).",
         "nm_job": "작업 ID, 클러스터와 파티션, 실패한 시각.",
         "nm_script": "작업 스크립트({code} 줄 포함)와 실패한 정확한 명령.",

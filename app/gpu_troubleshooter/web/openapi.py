@@ -47,6 +47,10 @@ SCHEMAS = {
                           "line": {"type": "integer"}, "text": {"type": "string"}, "kind": {"type": "string"},
                           "origin": {"type": "string"}, "exception": {"type": ["string", "null"]},
                           "package": {"type": ["string", "null"]}, "frame": {"type": ["string", "null"]}}}},
+        "harmless": {"type": "array", "description": "known harmless look-alikes of errors (TensorFlow start-up noise ...): not failures",
+                     "items": {"type": "object", "required": ["id", "title", "evidence"], "properties": {
+                         "id": {"type": "string"}, "title": {"type": "string"}, "summary": {"type": "string"},
+                         "evidence": {"type": "array", "items": {"type": "object"}}}}},
         "facts": {"type": ["object", "null"]}}},
     "Submission": {"type": "object", "required": ["token", "url", "state"], "properties": {
         "token": {"type": ["string", "null"], "description": "the share token: only to whoever holds it (staff listings show null)"},
