@@ -184,3 +184,24 @@ def test_translated_result_page_still_shows_the_first_fix_on_a_phone(live_server
         assert page.evaluate("window.scrollY") == 0
         assert page.evaluate("document.documentElement.scrollWidth") <= 390
         browser.close()
+
+
+def test_harmless_lines_sit_below_the_fix_in_the_browser(live_server):
+    """A log with a failure and known noise: the failure's fix first, the noise in its own
+    section further down, named as harmless (never a second failure)."""
+    from playwright.sync_api import sync_playwright
+    noise = "E0000 cuda_dnn.cc:8310] Unable to register demo factory: already registered\n"
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=_chromium(), args=ARGS)
+        page = browser.new_page(viewport={"width": 1200, "height": 900})
+        page.goto(live_server + "/")
+        page.get_by_label("Paste the log").fill(noise + OOM_LOG)
+        page.get_by_role("button", name="Diagnose").click()
+        page.wait_for_url("**/s/*")
+        page.get_by_role("heading", name="Demo GPU out of memory").wait_for(state="visible", timeout=15_000)
+        harmless = page.get_by_role("heading", name="Harmless lines, no action needed")
+        harmless.wait_for(state="visible", timeout=15_000)
+        assert "Demo start-up noise" in page.locator("section.harmless").inner_text()
+        fix_top = page.locator(".fixes code").first.bounding_box()["y"]
+        assert fix_top < harmless.bounding_box()["y"]
+        browser.close()
