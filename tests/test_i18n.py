@@ -92,6 +92,13 @@ def test_stale_translation_is_reported_and_not_used(tmp_path):
     assert [str(w) for w in validate_translations(tmp_path)] == msgs
 
 
+def test_an_unquoted_all_digit_src_is_named_as_such_not_as_stale(tmp_path):
+    data = dict(HR, title={"src": 355571111306, "text": "Naslov"})   # what YAML makes of src: 355571111306
+    _, path = write(tmp_path, "hr", data)
+    msgs = [str(w) for w in check_translation(ENTRY, path)]
+    assert any("src must be a quoted string" in m for m in msgs) and not any("stale" in m for m in msgs), msgs
+
+
 def test_placeholder_code_span_and_unknown_field_warnings(tmp_path):
     data = {"title": field(ENTRY["title"], "Naslov"), "summary": field(ENTRY["summary"], "Alokacija nije uspjela."),
             "fixes": [{"title": field("Make the batch smaller", "Smanjite batch"),

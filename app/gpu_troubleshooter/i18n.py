@@ -509,6 +509,11 @@ def check_translation(entry_data: dict, path: Path) -> list:
         if not isinstance(field, dict) or set(field) - _FIELD_KEYS or not isinstance(field.get("text"), str):
             warn(f"{where}: must be {{src: HASH, text: ...}} (unknown or missing field)", needle)
             return
+        if not isinstance(field.get("src"), str):
+            # an all-digit hash written without quotes is read by YAML as a number
+            warn(f"{where}: src must be a quoted string (src: '{field.get('src')}'), YAML read it as "
+                 f"{type(field.get('src')).__name__}", str(field.get("src")))
+            return
         if field.get("src") != source_hash(english):
             warn(f"{where}: stale: the English text changed since it was translated (src {field.get('src')} != "
                  f"{source_hash(english)})", str(field.get("src")))
