@@ -247,3 +247,11 @@ def test_a_harmless_line_is_never_named_as_the_line_that_ended_the_job(demo):
     assert all("demo factory" not in k.text for k in d.key_lines)
     # the same shape of line, not known to be harmless, is named
     assert any("other factory" in k.text for k in diagnose_text(NOISE + noisy.replace("demo", "other"), demo).key_lines)
+
+
+def test_a_line_a_harmless_entry_knows_is_never_evidence_of_a_failure(demo):
+    # the same words as demo-oom's signature, on a line demo-noise says is harmless
+    noisy = "E0000 cuda_dnn.cc:8310] Unable to register demo factory: CUDA out of memory\n"
+    d = diagnose_text(NOISE + noisy, demo)
+    assert ids(d) == [] and [f.id for f in d.harmless] == ["demo-noise"]
+    assert ids(diagnose_text(NOISE + noisy + OOM + "\n", demo)) == ["demo-oom"]   # a real one still counts

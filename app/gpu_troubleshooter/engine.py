@@ -49,6 +49,7 @@ class _CompiledEntry:
         self._exclude = self._values = None  # compiled on the entry's first candidate line
         self.broken = False
         self._set = None
+        self.noise = None   # _HarmlessLines, for an entry that is not itself harmless
 
     # what scoring reads, worked out on the entry's first candidate line (most entries never have one)
     @cached_property
@@ -107,6 +108,28 @@ class _CompiledEntry:
         return [self._set_ids[i] for i in (self._set.Match(raw) or ())]
 
 
+class _HarmlessLines:
+    """Whether a line is one that harmless entries know: one RE2 set, asked only for lines
+    that already matched some failure's signature (rare), so it costs the scan nothing."""
+
+    def __init__(self, signatures):
+        self._signatures, self._set = signatures, None
+
+    def __call__(self, raw):
+        if not self._signatures:
+            return False
+        if self._set is None:
+            import re2
+            self._set = re2.Set.SearchSet(re2_options())
+            for sig in self._signatures:
+                try:
+                    self._set.Add(re2_signature(sig.pattern, sig.case_sensitive))
+                except re2.error:
+                    pass  # such an entry is reported and left out by the scanner's own check
+            self._set.Compile()
+        return bool(self._set.Match(raw))
+
+
 class CompiledKnowledgeBase:
     """The scanner and per-entry regexes for one KnowledgeBase, built once.
     An entry whose regexes RE2 or Hyperscan cannot take is left out and named
@@ -117,6 +140,13 @@ class CompiledKnowledgeBase:
         self.problems = []
         self.entries = [_CompiledEntry(entry, self.problems) for entry in kb.entries]
         self.scanner = self._scanner()
+        # A line a harmless entry knows (by a signature that alone would list it) is never
+        # evidence of a failure: so a site's harmless entry also silences its noise everywhere.
+        noise = _HarmlessLines([s for ce in self.entries if ce.entry.harmless for s in ce.entry.signatures
+                                if s.weight >= REPORT_THRESHOLD])
+        for ce in self.entries:
+            if not ce.entry.harmless:
+                ce.noise = noise
         # The generic shapes of a job's ending (keylines.py) ride the same pass,
         # every match of them (the last ones of each kind are what counts).
         self.key_kinds = [kind for kind, _ in KEY_PATTERNS]
@@ -195,7 +225,7 @@ class _EntryEvidence:
         if not ce.compile():
             return list(range(len(ce.weights)))  # a broken entry: nothing more of it is wanted
         text = clean(decode(hit.raw))
-        if any(rx.search(text) for rx in ce.exclude):
+        if any(rx.search(text) for rx in ce.exclude) or (ce.noise is not None and ce.noise(hit.raw)):
             return ()
         sigs = set(ce.signatures_on(hit.raw)) | set(reported)
         following = clean(decode(hit.context[1])) if hit.context[1] else ""
