@@ -111,12 +111,6 @@ class Diagnosis:
         """The harmless lines' entries as the user sees them (view.FindingView), in log order."""
         return tuple(f.view(lang=lang, site=self.site, scheduler=self.scheduler) for f in self.harmless)
 
-    @staticmethod
-    def _harmless_dict(finding, lang):
-        view = finding.view(lang=lang)
-        return {"id": view.id, "title": view.title, "summary": view.summary,
-                "evidence": [{"line": e.line, "text": e.text} for e in view.evidence]}
-
     def to_dict(self, lang="en"):
         findings = [v.to_dict() for v in self.views(lang)]
         return {
@@ -131,6 +125,8 @@ class Diagnosis:
             "findings": findings,
             "facts": self.facts,
             "key_lines": [k.to_dict() for k in self.key_lines],
-            "harmless": [self._harmless_dict(f, lang) for f in self.harmless],
+            "harmless": [{"id": v.id, "title": v.title, "summary": v.summary,
+                          "evidence": [{"line": e.line, "text": e.text} for e in v.evidence]}
+                         for v in self.harmless_views(lang)],
             **({"warnings": list(self.context["warnings"])} if self.context.get("warnings") else {}),
         }
