@@ -346,10 +346,10 @@ def _diagnose(buffers, kb, source, facts, ahead=0):
     if facts is not None:
         findings = _apply_facts(findings, kb, facts)
     # a line known to be harmless is never one that "ended the job"
-    noise = {e.line for f in harmless for e in f.evidence}
+    harmless_lines = {e.line for f in harmless for e in f.evidence}
     return Diagnosis(source=source, findings=rank(findings), lines=lines, bytes=nbytes, site=kb.site, facts=facts,
                      scheduler=min(seen_markers)[1] if seen_markers else None,
-                     key_lines=tuple(k for k in keys.result() if k.line not in noise), harmless=harmless)
+                     key_lines=tuple(k for k in keys.result() if k.line not in harmless_lines), harmless=harmless)
 
 
 SCAN_THREADS = 2          # threads for the first pass over a large log's chunks (Hyperscan runs without the GIL)

@@ -86,6 +86,10 @@ def without_explained(ordered):
     return tuple(f for f in ordered if not explained(f))
 
 
+# what the JSON keeps of a harmless finding's view: no causes, fixes or confidence to act on
+HARMLESS_FIELDS = ("id", "title", "summary", "evidence")
+
+
 @dataclass(frozen=True)
 class Diagnosis:
     source: str
@@ -105,11 +109,14 @@ class Diagnosis:
 
     def views(self, lang="en"):
         """The findings as the user sees them (view.FindingView), best first."""
-        return tuple(f.view(lang=lang, site=self.site, facts=self.facts, scheduler=self.scheduler) for f in self.findings)
+        return self._views(self.findings, lang)
 
     def harmless_views(self, lang="en"):
         """The harmless lines' entries as the user sees them (view.FindingView), in log order."""
-        return tuple(f.view(lang=lang, site=self.site, scheduler=self.scheduler) for f in self.harmless)
+        return self._views(self.harmless, lang)
+
+    def _views(self, found, lang):
+        return tuple(f.view(lang=lang, site=self.site, facts=self.facts, scheduler=self.scheduler) for f in found)
 
     def to_dict(self, lang="en"):
         findings = [v.to_dict() for v in self.views(lang)]
@@ -125,8 +132,6 @@ class Diagnosis:
             "findings": findings,
             "facts": self.facts,
             "key_lines": [k.to_dict() for k in self.key_lines],
-            "harmless": [{"id": v.id, "title": v.title, "summary": v.summary,
-                          "evidence": [{"line": e.line, "text": e.text} for e in v.evidence]}
-                         for v in self.harmless_views(lang)],
+            "harmless": [{k: d[k] for k in HARMLESS_FIELDS} for d in (v.to_dict() for v in self.harmless_views(lang))],
             **({"warnings": list(self.context["warnings"])} if self.context.get("warnings") else {}),
         }

@@ -459,7 +459,8 @@ def _fell_back(view, style, lang):
 
 def _after_findings(diagnosis, views, style, lang="en"):
     """Below the findings, in the short and the full output alike: the key lines
-    no finding shows (other errors), and where to ask for help when the site says."""
+    no finding shows (other errors), the harmless lines, and where to ask for help
+    when the site says."""
     shown = {e.line for v in views for e in v.evidence}
     other_errors = [k for k in diagnosis.key_lines if k.line not in shown]
     lines = []

@@ -122,7 +122,9 @@ def check_entry_examples(entry, kb):
         except LogInputError as e:
             problems.append(Problem(str(path), 1, f"example cannot be read: {e}"))
             continue
-        if path in match and (not ids or (ids[0] != entry.id and not entry.harmless) or entry.id not in ids):
+        # a failure must rank first; a harmless entry has no rank, only a place in the list
+        matched = entry.id in ids if entry.harmless else ids[:1] == [entry.id]
+        if path in match and not matched:
             problems.append(Problem(str(path), 1, f"must match '{entry.id}' first, but found {ids or 'no known failure'}"))
         if path in near and entry.id in ids:
             problems.append(Problem(str(path), 1, f"near miss must not match '{entry.id}', but found {ids}"))
