@@ -4,6 +4,7 @@ Both lay out view.FindingView; what to show (texts, chosen fixes) is decided the
 """
 import re
 
+from .text import SENTENCE_END
 from .view import entry_view
 
 _STYLES = {"bold": "1", "dim": "2", "red": "31", "green": "32", "yellow": "33", "cyan": "36"}
@@ -284,14 +285,8 @@ def why_line(view):
     never one whose condition is false), else of the summary."""
     likely = view.likely_causes
     text = " ".join((likely[0] if likely else view.summary).split())
-    cut = _SENTENCE_END.search(text)
+    cut = SENTENCE_END.search(text)
     return text[:cut.start()] if cut else text
-
-
-# The end of a sentence, but not the dot of an abbreviation that causes use mid-sentence
-# ("e.g. a wheel ...", Croatian/Serbian "npr."), which would cut "Why" short.
-_SENTENCE_END = re.compile(r"(?<![\s(]e\.g\.)(?<![\s(]i\.e\.)(?<![\s(]vs\.)(?<![\s(]cf\.)"
-                           r"(?<![\s(]npr\.)(?<![\s(]tj\.)(?<=[.!?。])\s")
 
 
 def helpdesk_message(view, diagnosis, lang="en"):

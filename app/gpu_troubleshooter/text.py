@@ -11,6 +11,14 @@ from collections.abc import Mapping
 from typing import Any
 
 _PLACEHOLDER = re.compile(r"\{(site|value)\.([A-Za-z0-9_]+)\}")
+_VALUE = re.compile(r"\{value\.([A-Za-z0-9_]+)\}")
+
+# The end of a sentence, but not the dot of an abbreviation used mid-sentence
+# ("e.g. a wheel ...", Croatian/Serbian "npr."), nor of a version or file name (no space).
+SENTENCE_END = re.compile(r"(?<![\s(]e\.g\.)(?<![\s(]i\.e\.)(?<![\s(]vs\.)(?<![\s(]cf\.)"
+                          r"(?<![\s(]npr\.)(?<![\s(]tj\.)(?<=[.!?。])\s")
+# Where a block of prose ends: a blank line, or a new list item on the next line.
+_BLOCK_END = re.compile(r"\n\s*\n|\n(?=\s*(?:[-*]|\d+[.)])\s)")
 
 
 def fill_placeholders(text: str, site: Mapping[str, Any], values: Mapping[str, Any]) -> str:
@@ -20,6 +28,58 @@ def fill_placeholders(text: str, site: Mapping[str, Any], values: Mapping[str, A
         value = source.get(m.group(2))
         return str(value) if value not in (None, "") else f"<{m.group(2)}>"
     return _PLACEHOLDER.sub(repl, text)
+
+
+def without_absent_values(text: str, values: Mapping[str, Any]) -> str:
+    """Prose without the parts that quote a log value this log did not give.
+
+    "PyTorch itself held {value.allocated} of the card's {value.total}: this job needs
+    less memory. Halve the batch size ..." reads as "Halve the batch size ..." for a log
+    that gave no figures, instead of showing "<allocated>" to the reader. The smallest
+    part that holds the placeholder goes: its parenthesis "(`{value.node}` in this log)",
+    else its sentence. Code is not prose: there "<module>" is for the reader to fill in.
+    A "quoted message" (for the reader to send to the helpdesk) keeps its placeholders. When
+    nothing would be left, the text stays as it is (its placeholders then read <NAME>).
+    """
+    if "{value." not in text:
+        return text
+    out = text
+    for _ in range(20):  # each round removes one part; a text quotes few values
+        m = next((m for m in _VALUE.finditer(out) if values.get(m.group(1)) in (None, "")
+                  and not _quoted(out, m.start())), None)
+        if m is None:
+            break
+        start, end = _enclosing(out, m.start(), m.end())
+        head, tail = out[:start], out[end:]
+        if head.endswith((" ", "\t")) and (not tail or tail[0] in " \t\n.,;:!?)"):
+            head = head.rstrip(" \t")   # no stray space where the part was
+        if head.endswith("\n") and tail.startswith("\n"):
+            tail = tail[1:]               # nor an empty line where a list item was
+        out = head + tail
+    return out if out.strip() else text
+
+
+def _quoted(text: str, at: int) -> bool:
+    """Inside a "quoted message" of its block: a text for the reader to send, placeholders kept."""
+    lo = max((m.end() for m in _BLOCK_END.finditer(text, 0, at)), default=0)
+    return text.count('"', lo, at) % 2 == 1
+
+
+def _enclosing(text: str, start: int, end: int) -> tuple[int, int]:
+    """The span to drop for the placeholder at text[start:end]: the parenthesis around it
+    (with the space before it), else the sentence (with the space after it)."""
+    lo = max((m.end() for m in _BLOCK_END.finditer(text, 0, start)), default=0)
+    hi = next((m.start() for m in _BLOCK_END.finditer(text, end)), len(text))
+    opened = text.rfind("(", lo, start)
+    if opened >= 0 and text.find(")", opened, start) < 0:
+        closed = text.find(")", end, hi)
+        if closed >= 0 and text.find("(", end, closed) < 0:
+            while opened > lo and text[opened - 1] in " \t\n":
+                opened -= 1
+            return opened, closed + 1
+    begin = max((m.end() for m in SENTENCE_END.finditer(text, lo, start)), default=lo)
+    after = SENTENCE_END.search(text, end, hi)
+    return begin, (after.end() if after else hi)
 
 
 def terminal_columns(fallback: int = 80) -> int:

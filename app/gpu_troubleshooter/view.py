@@ -15,7 +15,7 @@ from typing import Any, Optional
 from .fixes import choose_causes, choose_fixes
 from .model import Entry, Text
 from .record import dataclass
-from .text import fill_placeholders
+from .text import fill_placeholders, without_absent_values
 
 __all__ = ["FixView", "FindingView", "finding_view", "entry_view", "site_settings"]
 
@@ -149,6 +149,11 @@ def _fill(text: Text, lang: str, site: Mapping[str, Any], values: Mapping[str, A
     return fill_placeholders(text.get(lang), site, values)
 
 
+def _fill_prose(text: Text, lang: str, site: Mapping[str, Any], values: Mapping[str, Any]) -> str:
+    """A cause or a fix's text: the parts that quote a value this log did not give are left out."""
+    return fill_placeholders(without_absent_values(text.get(lang), values), site, values)
+
+
 def entry_view(entry: Entry, lang: str = "en", site: Optional[Mapping[str, Any]] = None,
                values: Mapping[str, str] = {}, facts: Optional[Mapping[str, Any]] = None,
                scheduler: Optional[str] = None, confidence: Optional[float] = None,
@@ -168,7 +173,7 @@ def entry_view(entry: Entry, lang: str = "en", site: Optional[Mapping[str, Any]]
     chosen = choose_fixes(entry, raw_values, facts, scheduler, site)
     fixes = tuple(
         FixView(title=_fill(fix.title, lang, site, values),
-                text=_fill(fix.text, lang, site, values).strip(),
+                text=_fill_prose(fix.text, lang, site, values).strip(),
                 code=CodeView(fix.code.lang, _fill(fix.code.text, lang, site, values).rstrip("\n"))
                 if fix.code is not None else None,
                 held=held, scheduler=fix.scheduler)
@@ -194,7 +199,7 @@ def entry_view(entry: Entry, lang: str = "en", site: Optional[Mapping[str, Any]]
         actor=entry.actor,
         refines=entry.broader or ((entry.refines,) if entry.refines else ()),
         confidence=confidence,
-        causes=tuple(_fill(c, lang, site, values) for c, _ in causes),
+        causes=tuple(_fill_prose(c, lang, site, values) for c, _ in causes),
         causes_held=tuple(held for _, held in causes),
         fixes=fixes,
         evidence=tuple(EvidenceView(e.line, e.text, e.span or (_span(entry, e.text) if len(e.text) > 80 else None)) for e in evidence),
