@@ -249,6 +249,17 @@ def test_a_harmless_line_is_never_named_as_the_line_that_ended_the_job(demo):
     assert any("other factory" in k.text for k in diagnose_text(NOISE + noisy.replace("demo", "other"), demo).key_lines)
 
 
+def test_harmless_lines_take_no_key_line_slot(demo):
+    # the collector keeps the last few `error:` lines: harmless ones after the real one
+    # must not push it out (they were once dropped only after the slots were filled)
+    real = "srun: error: gpu-a017: task 0: Exited with exit code 3\n"
+    noisy = "".join("E0000 cuda_dnn.cc:8310] ERROR: Unable to register demo factory: already registered %d\n" % i
+                    for i in range(30))
+    d = diagnose_text(NOISE + real + noisy, demo)
+    assert any("Exited with exit code 3" in k.text for k in d.key_lines)
+    assert all("demo factory" not in k.text for k in d.key_lines)
+
+
 def test_a_line_a_harmless_entry_knows_is_never_evidence_of_a_failure(demo):
     # the same words as demo-oom's signature, on a line demo-noise says is harmless
     noisy = "E0000 cuda_dnn.cc:8310] Unable to register demo factory: CUDA out of memory\n"

@@ -142,8 +142,8 @@ class CompiledKnowledgeBase:
         self.scanner = self._scanner()
         # A line a harmless entry knows (by a signature that alone would list it) is never
         # evidence of a failure: so a site's harmless entry also silences its noise everywhere.
-        noise = _HarmlessLines([s for ce in self.entries if ce.entry.harmless for s in ce.entry.signatures
-                                if s.weight >= REPORT_THRESHOLD])
+        noise = self.harmless_line = _HarmlessLines([s for ce in self.entries if ce.entry.harmless
+                                                     for s in ce.entry.signatures if s.weight >= REPORT_THRESHOLD])
         for ce in self.entries:
             if not ce.entry.harmless:
                 ce.noise = noise
@@ -302,12 +302,15 @@ def _diagnose(buffers, kb, source, facts, ahead=0):
             need[pid_of[(ei, done)]] = False
 
     keys, key_kinds, key_line = KeyLineCollector(), ckb.key_kinds, [0, "", []]
+    harmless_line = ckb.harmless_line
 
     def on_key(hit):  # every shape a line matches, fed once per line, in log order
         if hit.line_no != key_line[0]:
             flush_key()
-            key_line[:] = [hit.line_no, clean(decode(hit.raw)), []]
-        key_line[2].extend(key_kinds[pid] for pid in hit.pattern_ids)
+            # a line a harmless entry knows never takes one of the few key-line slots
+            key_line[:] = [hit.line_no, clean(decode(hit.raw)), [] if not harmless_line(hit.raw) else None]
+        if key_line[2] is not None:
+            key_line[2].extend(key_kinds[pid] for pid in hit.pattern_ids)
 
     def flush_key():
         if key_line[2]:
