@@ -102,9 +102,21 @@ def test_conditional_cause_model_and_namespace():
     assert entry.causes[1].get("hr") == "veliko" and entry.cause_when[0] is None
     judged = [(str(c), h) for c, h in choose_causes(entry, {"n": "12"}, None, "slurm")]
     assert judged == [("big", True), ("always", None), ("pbs only", False)]
-    # a value the log did not give is unknown, not false: the written order stays
+    # a figure the log did not give is unknown, not false: the written order stays
     assert [(str(c), h) for c, h in choose_causes(entry, {}, None, "pbs")] == [
         ("pbs only", True), ("always", None), ("big", None)]
+
+
+def test_a_cause_for_a_case_the_log_does_not_name_goes_last():
+    entry = entry_from_yaml({
+        "id": "x", "title": "t", "summary": "s", "tags": [], "severity": "error", "signatures": [],
+        "values": {"code": "code (?P<code>\\d+)"},
+        "causes": [{"text": "not found", "when": {"fact": "value.code", "equals": "127"}}, "always"],
+        "fixes": [{"title": "f", "text": "t"}]}, "x.yaml")
+    assert [(str(c), h) for c, h in choose_causes(entry, {"code": "127"}, None, None)] == [
+        ("not found", True), ("always", None)]
+    assert [(str(c), h) for c, h in choose_causes(entry, {}, None, None)] == [
+        ("always", None), ("not found", False)]
 
 
 CAUSED = """\

@@ -112,7 +112,8 @@ def test_log_scheduler_and_exists_on_values():
     {"fact": "value.requested", "gt": "1 GiB"},                               # no `as`: the constant is no number
     {"fact": "value.requested", "as": "size", "gt": "many"},
     {"fact": "value.requested", "as": "size", "gt": {"nofact": 1}},
-    {"fact": "value.requested"}, "nonsense", None, {"all": [{"fact": "value.nope", "equals": 1}]},
+    {"fact": "value.requested"}, "nonsense", None, {"all": [{"fact": "value.nope", "as": "number", "ge": 1}]},
+    {"fact": "gpu.count", "equals": 1},                                         # a probe fact nobody read
 ])
 def test_unknown_is_none_never_an_exception(cond):
     ns = {"value": {"requested": "2.00 GiB", "total": "8 GiB", "bad": "n/a"}}
@@ -156,3 +157,22 @@ def test_condition_problems_point_at_the_fix():
     found = condition_problems(entry)
     assert [k for k, _ in found] == [("fixes", 1, "when"), ("facts", 0, "when")]
     assert "fixes[2]" in found[0][1] and "value.used" in found[0][1]
+
+
+def test_a_log_that_does_not_name_a_case_is_not_that_case():
+    ns = {"value": {"nccl_error": "ncclSystemError"}}
+    # equals / in / contains on a value the log did not give: false, not unknown
+    assert evaluate({"fact": "value.reason", "contains": "password file"}, ns) is False
+    assert evaluate({"fact": "value.nope", "equals": "ncclInvalidUsage"}, ns) is False
+    assert evaluate({"fact": "value.nope", "in": ["a", "b"]}, ns) is False
+    assert evaluate({"any": [{"fact": "value.nope", "contains": ".so.11"}, {"fact": "value.nope", "contains": ".so.10"}]},
+                    ns) is False
+    # a negation claims nothing about an absent value, and `first` goes on to the next part
+    assert evaluate({"not": {"fact": "value.nope", "in": ["a", "b"]}}, ns) is None
+    assert evaluate({"first": [{"fact": "value.nope", "equals": "x"}, {"fact": "gpu.count", "equals": 1}]},
+                    {"gpu": {"count": 1}}) is True
+    # figures the log did not give stay unknown: the case they would show may still be this one
+    assert evaluate({"fact": "value.allocated", "as": "size", "ge": {"fact": "value.total", "times": 0.75}}, ns) is None
+    assert evaluate({"fact": "value.cuda", "version_lt": "12"}, ns) is None
+    # a site setting the site did not set
+    assert evaluate({"fact": "site.scheduler", "equals": "pbs"}, {"site": {}}) is False

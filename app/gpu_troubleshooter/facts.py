@@ -54,6 +54,10 @@ class _Unread(Exception):
         self.path, self.reason = path, reason
 
 
+class _Absent(_Unread):
+    """Nothing at the path at all (for a log value: the log did not give it)."""
+
+
 def _is_unknown(value) -> bool:
     return isinstance(value, dict) and len(value) == 1 and "unknown" in value
 
@@ -72,7 +76,7 @@ def lookup(facts, path):
         elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
             node = node[int(part)]
         else:
-            raise _Unread(path, "not reported")
+            raise _Absent(path, "not reported")
     if _is_unknown(node):
         raise _Unread(path, node["unknown"])
     return node
@@ -303,30 +307,45 @@ def _is_value_path(path):
     return isinstance(path, str) and path.startswith(("value.", "log.", "site."))
 
 
-def _leaf(cond, ns, used):
+# Claims that a log value names one case ("the NCCL error is ncclInvalidUsage", "the library
+# contains .so.11"). A log that gives no such value does not show that case: the claim is
+# false, so a fix for that case does not come first on a log that never named it. A
+# comparison of figures stays unknown instead: many messages carry no figures (a plain "CUDA
+# out of memory"), and the case the figures would show may still be this one.
+_NAMES_A_CASE = ("equals", "in", "contains")
+
+
+def _leaf(cond, ns, used, absent_unknown=False):
     """One comparison; True / False / None. Never raises for missing or odd values."""
+    try:
+        return _compare_leaf(cond, ns, used)
+    except _Absent as absent:
+        op = next(k for k in cond if k in OPERATORS)
+        if not absent_unknown and op in _NAMES_A_CASE and absent.path.startswith(("value.", "site.")):
+            return False
+        return None
+    except _Unread:
+        return None   # the probe gave a reason, or the value is not the quantity asked for
+
+
+def _compare_leaf(cond, ns, used):
+    """One comparison; raises _Unread (or _Absent) for a path without a value."""
     path = cond["fact"]
     op = next(k for k in cond if k in OPERATORS)
     kind, unit = cond.get("as"), cond.get("unit")
     expected = cond[op]
     arithmetic = any(k in cond for k in _ARITH + ("times",)) or isinstance(expected, dict)
     if op in _ORDER and kind == "version":
-        try:
-            raw = lookup(ns, path)
-            other = lookup(ns, expected["fact"]) if isinstance(expected, dict) else expected
-        except _Unread:
-            return None
+        raw = lookup(ns, path)
+        other = lookup(ns, expected["fact"]) if isinstance(expected, dict) else expected
         _note(used, path, raw)
         return _version_order(op, raw, other)
     if op in _ORDER and (kind or arithmetic or isinstance(expected, str)):
-        try:
-            left = _side(ns, path, cond, kind, unit, used)
-            if isinstance(expected, dict):
-                right = _side(ns, expected["fact"], expected, kind, unit, used)
-            else:
-                right = _quantity(expected, kind, unit)
-        except _Unread:
-            return None
+        left = _side(ns, path, cond, kind, unit, used)
+        if isinstance(expected, dict):
+            right = _side(ns, expected["fact"], expected, kind, unit, used)
+        else:
+            right = _quantity(expected, kind, unit)
         if right is None:
             return None
         return {"lt": left < right, "le": left <= right, "gt": left > right, "ge": left >= right}[op]
@@ -335,7 +354,7 @@ def _leaf(cond, ns, used):
     except _Unread:
         if op == "exists" and _is_value_path(path):
             return not bool(expected)   # the log did not say it: it does not exist
-        return None
+        raise
     _note(used, path, actual)
     if op in _ORDER and isinstance(actual, str):
         actual = parse_number(actual)   # a value from the log is text
@@ -345,38 +364,41 @@ def _leaf(cond, ns, used):
         return None
 
 
-def evaluate(cond, facts, used=None):
+def evaluate(cond, facts, used=None, absent_unknown=False):
     """True / False / None (unknown). ``used`` collects "path = value" strings of the facts read.
 
     ``facts`` is the whole namespace: probe/scheduler facts, ``value.NAME`` (values
     extracted from the log), ``log.scheduler`` and ``site.NAME`` (the site's settings). Never raises for missing values.
+    ``equals``/``in``/``contains`` on a value the log (or the site) did not give is false:
+    the log does not name that case; under ``not`` and inside ``first`` (``absent_unknown``)
+    it is unknown, so a negation claims nothing and the next part of ``first`` decides.
     """
     used = [] if used is None else used
     if not isinstance(cond, dict):
         return None
     if "all" in cond:
-        results = [evaluate(c, facts, used) for c in cond["all"]]
+        results = [evaluate(c, facts, used, absent_unknown) for c in cond["all"]]
         if any(r is False for r in results):
             return False
         return None if any(r is None for r in results) else True
     if "any" in cond:
-        results = [evaluate(c, facts, used) for c in cond["any"]]
+        results = [evaluate(c, facts, used, absent_unknown) for c in cond["any"]]
         if any(r is True for r in results):
             return True
         return None if any(r is None for r in results) else False
     if "first" in cond:  # the first part that is known decides: the log's value, else the probe's
         for c in cond["first"]:
-            r = evaluate(c, facts, used)
+            r = evaluate(c, facts, used, True)
             if r is not None:
                 return r
         return None
     if "not" in cond:
-        r = evaluate(cond["not"], facts, used)
+        r = evaluate(cond["not"], facts, used, True)
         return None if r is None else not r
     if "fact" not in cond or not any(k in OPERATORS for k in cond):
         return None
     try:
-        return _leaf(cond, facts if isinstance(facts, dict) else {}, used)
+        return _leaf(cond, facts if isinstance(facts, dict) else {}, used, absent_unknown)
     except (KeyError, TypeError, ValueError, AttributeError):
         return None  # a malformed condition (kb validate reports it) is unknown, never a crash
 

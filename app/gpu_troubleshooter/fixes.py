@@ -7,7 +7,9 @@ evaluated by facts.evaluate over one namespace:
 the probe's facts as they are, plus `value.NAME` (values found in the log) and
 `log.scheduler` (the scheduler the engine saw in the log), and `site.NAME`
 (the site's settings in _site.yaml). Conditions are
-three-valued: a fact nobody could read makes `held` None, not False.
+three-valued: a fact nobody could read makes `held` None, not False; a fix
+for a case the log does not name (`equals`/`in`/`contains` on a value it
+did not give) is False (facts.evaluate).
 """
 from __future__ import annotations
 
