@@ -109,8 +109,9 @@ class _CompiledEntry:
 
 
 class _HarmlessLines:
-    """Whether a line is one that harmless entries know: one RE2 set, asked only for lines
-    that already matched some failure's signature (rare), so it costs the scan nothing."""
+    """Whether a line is one that harmless entries know: one RE2 set, built on first use and
+    asked only for lines that already matched a failure's signature or a key-line shape
+    (few per chunk: the key scanner hands over only the last ones), not for every line."""
 
     def __init__(self, signatures):
         self._signatures, self._set = signatures, None

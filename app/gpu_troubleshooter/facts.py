@@ -317,10 +317,10 @@ _NAMES_A_CASE = ("equals", "in", "contains")
 
 def _leaf(cond, ns, used, absent_unknown=False):
     """One comparison; True / False / None. Never raises for missing or odd values."""
+    op = next(k for k in cond if k in OPERATORS)
     try:
-        return _compare_leaf(cond, ns, used)
+        return _compare_leaf(cond, op, ns, used)
     except _Absent as absent:
-        op = next(k for k in cond if k in OPERATORS)
         if not absent_unknown and op in _NAMES_A_CASE and absent.path.startswith(("value.", "site.")):
             return False
         return None
@@ -328,10 +328,9 @@ def _leaf(cond, ns, used, absent_unknown=False):
         return None   # the probe gave a reason, or the value is not the quantity asked for
 
 
-def _compare_leaf(cond, ns, used):
+def _compare_leaf(cond, op, ns, used):
     """One comparison; raises _Unread (or _Absent) for a path without a value."""
     path = cond["fact"]
-    op = next(k for k in cond if k in OPERATORS)
     kind, unit = cond.get("as"), cond.get("unit")
     expected = cond[op]
     arithmetic = any(k in cond for k in _ARITH + ("times",)) or isinstance(expected, dict)

@@ -59,16 +59,20 @@ def without_absent_values(text: str, values: Mapping[str, Any]) -> str:
     return out if out.strip() else text
 
 
+def _block_start(text: str, at: int) -> int:
+    """Where the block of prose holding text[at] begins."""
+    return max((m.end() for m in _BLOCK_END.finditer(text, 0, at)), default=0)
+
+
 def _quoted(text: str, at: int) -> bool:
     """Inside a "quoted message" of its block: a text for the reader to send, placeholders kept."""
-    lo = max((m.end() for m in _BLOCK_END.finditer(text, 0, at)), default=0)
-    return text.count('"', lo, at) % 2 == 1
+    return text.count('"', _block_start(text, at), at) % 2 == 1
 
 
 def _enclosing(text: str, start: int, end: int) -> tuple[int, int]:
     """The span to drop for the placeholder at text[start:end]: the parenthesis around it
     (with the space before it), else the sentence (with the space after it)."""
-    lo = max((m.end() for m in _BLOCK_END.finditer(text, 0, start)), default=0)
+    lo = _block_start(text, start)
     hi = next((m.start() for m in _BLOCK_END.finditer(text, end)), len(text))
     opened = text.rfind("(", lo, start)
     if opened >= 0 and text.find(")", opened, start) < 0:
