@@ -154,6 +154,11 @@ HOSTILE = [
     ("huge-repeat-values.yaml", entry_yaml("huge-repeat-values", "SITE_HANG_V", "values:\n  v: '(?P<v>x{2000})'\n").encode(),
      "RE2"),
     ("newer.yaml", entry_yaml("newer", "SITE_NEWER", "runbook: http://x\n").encode(), "newer troubleshooter"),
+    # next_line belongs to exclude (it tests the line after a hit), and is a boolean
+    ("next-line-signature.yaml", entry_yaml("next-line-signature", "SITE_NL_SIG").replace("    weight: 1.0\n", "    weight: 1.0\n    next_line: true\n")
+     .encode(), "unknown key(s) ['next_line']"),
+    ("next-line-not-bool.yaml", entry_yaml("next-line-not-bool", "SITE_NL_X", "exclude: [{regex: 'done', next_line: 'yes'}]\n").encode(),
+     "next_line must be true or false"),
     ("newer-schema.yaml", entry_yaml("newer-schema", "SITE_NEWER_S", "schema: 3\n").encode(), "upgrade"),
 ]
 

@@ -99,6 +99,20 @@ def test_excluded_lines_never_take_the_slot_of_real_evidence(demo):
     assert dict(d.findings[0].values)["requested"] == "1.00 GiB"
 
 
+def test_an_exclude_on_the_next_line_drops_a_wait_that_ended():
+    # exclude `next_line: true`: "srun: Step created" right after the retry line means the wait
+    # is over; the same line followed by anything else, or at the end of the log, still counts
+    wait = _entry("wait", [Signature("step creation temporarily disabled", 1.0, False)],
+                  exclude=[Signature("Step created for job", 1.0, False, next_line=True)])
+    kb = _kb(wait)
+    line = "srun: Job 7 step creation temporarily disabled, retrying (Requested nodes are busy)\n"
+    assert ids(diagnose_text(line + "srun: Step created for job 7\nepoch 1\n", kb)) == []
+    assert ids(diagnose_text(line + "epoch 1\n", kb)) == ["wait"]
+    assert ids(diagnose_text("epoch 1\n" + line, kb)) == ["wait"]
+    # a next-line exclude is never tested on the hit line itself
+    assert ids(diagnose_text(line.rstrip("\n") + " Step created for job 7\n", kb)) == ["wait"]
+
+
 def test_one_long_line_is_one_evidence_row_not_every_slot(bundled):
     # Each signature's match in a line longer than the segment window gave its own
     # window around it: the same line four times as evidence, the later OOM line left out

@@ -46,7 +46,7 @@ class _CompiledEntry:
 
     def __init__(self, entry, problems):
         self.entry, self._problems = entry, problems
-        self._exclude = self._values = None  # compiled on the entry's first candidate line
+        self._exclude = self._exclude_next = self._values = None  # compiled on the entry's first candidate line
         self.broken = False
         self._set = None
         self.noise = None   # _HarmlessLines, for an entry that is not itself harmless
@@ -69,7 +69,8 @@ class _CompiledEntry:
         """Compile exclude and values (RE2); False, with a problem noted, when RE2 cannot run one."""
         if self._exclude is None and not self.broken:
             try:
-                self._exclude = tuple(re2_pattern(x.pattern, x.case_sensitive) for x in self.entry.exclude)
+                self._exclude = tuple(re2_pattern(x.pattern, x.case_sensitive) for x in self.entry.exclude if not x.next_line)
+                self._exclude_next = tuple(re2_pattern(x.pattern, x.case_sensitive) for x in self.entry.exclude if x.next_line)
                 self._values = tuple((name, re2_pattern(rx, False)) for name, rx in self.entry.values)
             except Exception as e:  # re2.error: a pattern RE2 cannot run (look-around, backreference)
                 self.broken = True
@@ -81,6 +82,12 @@ class _CompiledEntry:
     def exclude(self):
         self.compile()
         return self._exclude or ()
+
+    @property
+    def exclude_next(self):
+        """Excludes tested on the line after a hit (`next_line: true`)."""
+        self.compile()
+        return self._exclude_next or ()
 
     @property
     def values(self):
@@ -226,10 +233,11 @@ class _EntryEvidence:
         if not ce.compile():
             return list(range(len(ce.weights)))  # a broken entry: nothing more of it is wanted
         text = clean(decode(hit.raw))
-        if any(rx.search(text) for rx in ce.exclude) or (ce.noise is not None and ce.noise(hit.raw)):
+        following = clean(decode(hit.context[1])) if hit.context[1] else ""
+        if (any(rx.search(text) for rx in ce.exclude) or any(rx.search(following) for rx in ce.exclude_next)
+                or (ce.noise is not None and ce.noise(hit.raw))):
             return ()
         sigs = set(ce.signatures_on(hit.raw)) | set(reported)
-        following = clean(decode(hit.context[1])) if hit.context[1] else ""
         unwrapped = text + following  # a hard wrap splits a message mid-word
         sim = 0.0
         if ce.phrases and max(ce.weights[si] for si in sigs) < FUZZY_WEIGHT:  # else no lift can change what the line is worth

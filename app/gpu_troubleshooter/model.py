@@ -59,6 +59,9 @@ class Signature:
     weight: float
     case_sensitive: bool
     line: int = field(default=0, compare=False)  # where it is written in the entry file
+    # exclude only: tested on the line AFTER the matched one ("Step created" right after
+    # "step creation temporarily disabled" says the wait is over, not a failure)
+    next_line: bool = False
 
 
 @dataclass(frozen=True)
@@ -178,7 +181,8 @@ def entry_from_yaml(data: Mapping[str, Any], path: str, line: Any = None) -> Ent
         path=path,
         signatures=tuple(Signature(_pattern(s), float(s["weight"]), bool(s.get("case", False)), where("signatures", i))
                          for i, s in enumerate(data["signatures"])),
-        exclude=tuple(Signature(_pattern(s), 1.0, bool(s.get("case", False)), where("exclude", i))
+        exclude=tuple(Signature(_pattern(s), 1.0, bool(s.get("case", False)), where("exclude", i),
+                                bool(s.get("next_line", False)))
                       for i, s in enumerate(exclude)),
         phrases=tuple(data.get("phrases", [])),
         values=tuple((str(k), str(v)) for k, v in data.get("values", {}).items()),

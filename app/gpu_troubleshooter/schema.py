@@ -30,6 +30,7 @@ SCHEDULERS = {"slurm", "pbs", "lsf", "flux", "condor", "kubernetes"}
 # lists them apart from the findings, never as a failure
 SEVERITIES = {"error", "warning", "harmless"}
 SIGNATURE_KEYS = {"regex", "literal", "weight", "case"}
+EXCLUDE_KEYS = SIGNATURE_KEYS | {"next_line"}
 FIX_KEYS = {"title", "text", "code", "when", "scheduler"}
 CODE_LANGS = {"bash", "python", "sbatch", "text", "dockerfile", "yaml", "console", "pbs"}
 
@@ -280,7 +281,7 @@ def _check_patterns(items, key, lines, path, required, re2=True):
         if not isinstance(item, dict):
             out.append(Problem(path, where, f"{key}[{i + 1}] must be a mapping with 'regex' or 'literal'"))
             continue
-        unknown = set(item) - SIGNATURE_KEYS
+        unknown = set(item) - (EXCLUDE_KEYS if key == "exclude" else SIGNATURE_KEYS)
         if unknown:
             out.append(Problem(path, where, f"{key}[{i + 1}]: unknown key(s) {sorted(unknown)}"))
         if ("regex" in item) == ("literal" in item):
@@ -298,6 +299,8 @@ def _check_patterns(items, key, lines, path, required, re2=True):
                 out.append(Problem(path, where, f"{key}[{i + 1}]: weight must be a number in (0, 1]"))
         if "case" in item and not isinstance(item["case"], bool):
             out.append(Problem(path, where, f"{key}[{i + 1}]: case must be true or false"))
+        if "next_line" in item and not isinstance(item["next_line"], bool):
+            out.append(Problem(path, where, f"{key}[{i + 1}]: next_line must be true or false"))
     return out
 
 
