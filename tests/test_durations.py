@@ -37,22 +37,23 @@ def test_pbs_walltime_is_shown_as_hh_mm_ss(kb, log):
     d = diagnose_text(log, kb)
     view = d.views()[0]
     assert view.id == "slurm-time-limit" and d.scheduler == "pbs"
-    assert view.fixes[0].title.startswith("Ran 48:00:12 of a 48:00:00 limit") and view.fixes[0].held is True
+    assert view.fixes[0].title == "Checkpoint on SIGTERM and resubmit (PBS)" and view.fixes[0].held is True
+    assert view.fixes[0].text.startswith("(The job ran 48:00:12 of its 48:00:00 limit.)")
     short = human(d, Style(False), width=100)
     assert "used_s = 48:00:12, limit_s = 48:00:00" in short
     assert "172812" not in short.split("Evidence:")[0]        # only the evidence quotes the log as it is
-    assert "Ran 48:00:12 of a 48:00:00 limit" in human(d, Style(False), full=True)
+    assert "The job ran 48:00:12 of its 48:00:00 limit." in human(d, Style(False), full=True)
 
 
 def test_json_keeps_the_logs_own_values(kb):
     doc = diagnose_text(PBS_PRO, kb).to_dict()["findings"][0]
     assert doc["values"] == {"used_s": "172812", "limit_s": "172800"}
-    assert doc["fixes"][0]["title"].startswith("Ran 48:00:12 of a 48:00:00 limit")
+    assert doc["fixes"][0]["text"].startswith("(The job ran 48:00:12 of its 48:00:00 limit.)")
 
 
-def test_translated_titles_get_the_same_units(kb):
+def test_translated_texts_get_the_same_units(kb):
     view = diagnose_text(PBS_PRO, kb).views("hr")[0]
-    assert "48:00:12" in view.fixes[0].title and "172812" not in view.fixes[0].title
+    assert "48:00:12" in view.fixes[0].text and "172812" not in view.fixes[0].text
 
 
 @pytest.mark.parametrize("lang,note", [("en", "(PBS jobs)"), ("hr", "(za PBS poslove)"), ("sr", "(za PBS jobove)"),
