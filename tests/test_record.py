@@ -103,7 +103,7 @@ def test_the_real_records_hash_and_compare_as_before():
     """What the engine and caches rely on: equal records hash alike, a tuple of the compared fields."""
     s = Signature("out of memory", 0.9, False, line=3)
     assert s == Signature("out of memory", 0.9, False, line=99)      # `line` is compare=False
-    assert hash(s) == hash(("out of memory", 0.9, False))
+    assert hash(s) == hash(("out of memory", 0.9, False, False))   # pattern, weight, case, next_line
     assert Evidence(3, "x") == Evidence(3, "x") and hash(Evidence(3, "x")) == hash((3, "x"))
     e = Entry(id="a", path="a.yaml", signatures=(s,), title=Text.of("T"))
     assert dataclasses.replace(e, id="b").id == "b" and record.replace(e, id="b") == Entry(**{**{
