@@ -94,6 +94,36 @@ def _has_nested_unbounded_repeat(parsed, inside_unbounded=False):
     return False
 
 
+def _non_ascii_unit(pattern):
+    """The first non-ASCII character that a [...] class or a repeat treats as one unit, or None.
+
+    The scanner (Hyperscan) reads bytes, so '‘' is three units to it: in
+    ["'‘] it is three one-byte alternatives, and in ’? only its last byte is
+    optional. RE2 reads characters, so the two backends would disagree. Read
+    from the text, not from sre_parse, which turns (?:'|‘) into a class too."""
+    i, n, in_class = 0, len(pattern), False
+    while i < n:
+        c = pattern[i]
+        if c == "\\":
+            i += 2
+            continue
+        if in_class:
+            if c == "]":
+                in_class = False
+            elif ord(c) > 127:
+                return c
+        elif c == "[":
+            in_class = True
+            if pattern[i + 1:i + 2] == "^":
+                i += 1
+            if pattern[i + 1:i + 2] == "]":  # a literal ']' first in the class
+                i += 1
+        elif ord(c) > 127 and pattern[i + 1:i + 2] in ("?", "*", "+", "{"):
+            return c
+        i += 1
+    return None
+
+
 def _re2_problem(pattern):
     """Why RE2 (linear time, used for exclude and values) cannot take `pattern`, or None."""
     try:
@@ -146,6 +176,10 @@ def regex_problem(pattern, for_scanner, re2=True):
             return "signature regex uses look-around, a backreference or a named group; the linear-time scanner cannot run it (put named groups in `values`)"
         if compiled is not None and compiled.match(""):
             return "signature regex matches the empty string, so it would match every line"
+        unit = _non_ascii_unit(pattern)
+        if unit:
+            return (f"signature regex puts the non-ASCII character {unit!r} in a [...] class or under a repeat; "
+                    f"the scanner reads bytes, so write it as an alternative: (?:['\"]|{unit}) or (?:{unit})?")
     return _re2_problem(pattern) if re2 else None
 
 
