@@ -29,6 +29,8 @@ Usage (from the project root, with the tool installed in .venv or on PATH):
                                                            # on 2026-11-28 for an unbiased figure)
     python3 benchmarks/heldout/score_heldout.py --batch 6  # only the sixth batch (collected fresh
                                                            # later on 2026-11-28, before/after figure)
+    python3 benchmarks/heldout/score_heldout.py --batch 7  # only the seventh batch (collected fresh
+                                                           # by domain-project queries, 2026-11-28)
     python3 benchmarks/heldout/score_heldout.py --kb ../other/knowledge
         (--kb is passed to troubleshoot: it adds or overrides entries, e.g.
         to measure a branch's new entries on top of the installed base)
