@@ -144,7 +144,7 @@ def test_validate_condition():
     assert "only works with lt" in msgs({"fact": "value.total", "times": 2, "equals": 1})
     assert "times takes a number" in msgs({"fact": "value.total", "as": "size", "gt": {"fact": "value.allocated",
                                                                                         "times": "most"}})
-    assert "log.scheduler is one of" in msgs({"fact": "log.scheduler", "equals": "sge"})
+    assert "log.scheduler is one of" in msgs({"fact": "log.scheduler", "equals": "moab"})
     assert "versions cannot" in msgs({"fact": "value.total", "as": "version", "minus": "value.allocated", "lt": "1"})
     assert "unit needs" in msgs({"fact": "value.total", "as": "size", "unit": "parsecs", "gt": 1})
 

@@ -28,6 +28,9 @@ def first_fixes(kb, log, n=2, facts=None):
      "kubernetes", "host-oom-killed"),
     ("TERM_ADMIN: job killed by root or an administrator.\nExited with exit code 130.\n", "lsf",
      "lsf-killed-by-admin"),
+    # Grid Engine's qsub refusal (bcbio-nextgen#805's wording), and Torque's abort mail
+    ('Unable to run job: error: no suitable queues.\nExiting.\n', "sge", "pbs-queue-limits"),
+    ("Aborted by PBS Server\nJob exceeded its walltime limit. Job was aborted\n", "pbs", "slurm-time-limit"),
 ])
 def test_each_scheduler_gets_its_own_fix_first(kb, log, scheduler, entry):
     d, view, fixes = first_fixes(kb, log)
@@ -51,7 +54,8 @@ def test_scheduler_falls_back_to_the_probe_then_the_site():
     assert job_scheduler("pbs", {"scheduler": {"kind": "slurm"}}, {"scheduler": "lsf"}) == "pbs"
     assert job_scheduler(None, {"scheduler": {"kind": "flux"}}, {"scheduler": "lsf"}) == "flux"
     assert job_scheduler(None, {"scheduler": {"kind": None}}, {"scheduler": "LSF"}) == "lsf"
-    assert job_scheduler(None, None, {"scheduler": "sge"}) is None       # not one we know: no choice
+    assert job_scheduler(None, None, {"scheduler": "moab"}) is None      # not one we know: no choice
+    assert job_scheduler(None, None, {"scheduler": "SGE"}) == "sge"
     assert job_scheduler(None, {}, {}) is None
 
 

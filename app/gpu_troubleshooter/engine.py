@@ -33,8 +33,12 @@ SCHEDULER_MARKERS = (
     # a refused submission names its scheduler too (`sbatch: error:`, `qsub:`, LSF's "Job not
     # submitted."), so the fixes for that scheduler come first on a log of one line
     ("slurm", r"slurmstepd(?:-[\w.-]+)?: |srun: error|(?:srun|sbatch|salloc): fatal: |(?:sbatch|salloc): error: |SLURM_JOB_ID"),
-    ("pbs", r"=>> PBS: |PBS: job killed|PBS_JOBID|PBS Job Id: |\bqsub: "),
+    # Torque's abort mail says "Aborted by PBS Server" and nothing else of PBS's
+    ("pbs", r"=>> PBS: |PBS: job killed|PBS_JOBID|PBS Job Id: |\bqsub: |Aborted by PBS Server"),
     ("lsf", r"TERM_[A-Z_]+: |Sender: LSF System|Job not submitted\.|Request aborted by esub|LSF is down|Cannot connect to LSF|\bbsub: "),
+    # Grid Engine (SGE, Son of Grid Engine, UGE, OCS): qsub's refusal and acknowledgement,
+    # qacct's record of a failed job, and the qmaster it talks to
+    ("sge", r"Unable to run job: |Your job(?:-array)? \d+[.\d:-]* \(\"|\bqmaster\b|qacct -j|SGE_TASK_ID"),
     ("flux", r"flux-shell\[\d+\]: |flux-job: |job\.exception type=|flux job info "),
     ("condor", r"Error from slot\S*@|Job was held\.|condor_q "),
     ("kubernetes", r"Reason:\s+OOMKilled|Insufficient nvidia\.com/gpu|kubectl "),

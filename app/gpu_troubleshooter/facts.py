@@ -462,7 +462,7 @@ SITE_SETTINGS = frozenset("""
 gpu_partition gpu_request gpu_gres scheduler cuda_module python_module scratch_dir docs_url helpdesk helpdesk_url
 container_image torch_wheel_index torch_wheel_index_override default_lang lang_fallbacks
 """.split())
-SCHEDULER_NAMES = ("slurm", "pbs", "lsf", "flux", "condor", "kubernetes")
+SCHEDULER_NAMES = ("slurm", "pbs", "lsf", "sge", "flux", "condor", "kubernetes")
 
 
 def known_path(path, values=None):

@@ -9,7 +9,7 @@ from .view import entry_view
 
 _STYLES = {"bold": "1", "dim": "2", "red": "31", "green": "32", "yellow": "33", "cyan": "36"}
 EVIDENCE_WIDTH = 300
-SCHEDULER_NAMES = {"slurm": "Slurm", "pbs": "PBS", "lsf": "LSF", "flux": "Flux",
+SCHEDULER_NAMES = {"slurm": "Slurm", "pbs": "PBS", "lsf": "LSF", "sge": "Grid Engine", "flux": "Flux",
                    "condor": "HTCondor", "kubernetes": "Kubernetes"}
 
 
