@@ -411,16 +411,21 @@ def collect_scheduler(env):
         if env.get(var):
             kind, job_id = name, env[var]
             break
+    # Grid Engine's JOB_ID is too generic a name alone: its jobs also carry SGE_O_WORKDIR
+    if kind is None and env.get("JOB_ID") and (env.get("SGE_O_WORKDIR") or env.get("SGE_TASK_ID")):
+        kind, job_id = "sge", env["JOB_ID"]
     cvd = env.get("CUDA_VISIBLE_DEVICES")
     gpu_env = {k: v for k, v in sorted(env.items())
-               if k.startswith(("SLURM_", "PBS_", "SBATCH_", "LSB_", "FLUX_"))
+               if k.startswith(("SLURM_", "PBS_", "SBATCH_", "LSB_", "FLUX_", "SGE_"))
                and re.search(r"GPU|GRES|TRES", k)}
     facts = {
         "kind": kind,
         "in_job": bool(kind),
         "job_id": job_id,
-        "job_name": env.get("SLURM_JOB_NAME") or env.get("PBS_JOBNAME") or env.get("LSB_JOBNAME"),
-        "partition": env.get("SLURM_JOB_PARTITION") or env.get("PBS_QUEUE") or env.get("LSB_QUEUE"),
+        "job_name": env.get("SLURM_JOB_NAME") or env.get("PBS_JOBNAME") or env.get("LSB_JOBNAME")
+        or (env.get("JOB_NAME") if kind == "sge" else None),
+        "partition": env.get("SLURM_JOB_PARTITION") or env.get("PBS_QUEUE") or env.get("LSB_QUEUE")
+        or (env.get("QUEUE") if kind == "sge" else None),
         "nodelist": env.get("SLURM_JOB_NODELIST") or env.get("PBS_NODEFILE") or env.get("LSB_DJOB_HOSTFILE")
         or env.get("LSB_HOSTS"),
         "step_id": env.get("SLURM_STEP_ID"),
@@ -472,6 +477,11 @@ def collect_scheduler(env):
             if requested is None:
                 requested = unknown("PBS does not export the GPU request here (no NGPUS, PBS_GPUFILE or "
                                     "CUDA_VISIBLE_DEVICES); see `qstat -f $PBS_JOBID | grep ngpus`")
+    elif kind == "sge":
+        requested, source = _visible_gpus_fallback("Grid Engine's GPU complex", cvd)
+        if requested is None:
+            requested = unknown("Grid Engine exports no GPU count and CUDA_VISIBLE_DEVICES is not set; "
+                                "see `qstat -j $JOB_ID` (the site's gpu complex, e.g. -l gpu=1)")
     elif kind in ("lsf", "flux"):
         requested, source = _visible_gpus_fallback("LSF (-gpu)" if kind == "lsf" else "Flux (-g)", cvd)
         if requested is None:
@@ -480,8 +490,8 @@ def collect_scheduler(env):
                 if kind == "lsf" else
                 "Flux exports no GPU count and CUDA_VISIBLE_DEVICES is not set; see `flux job info $FLUX_JOB_ID R`")
     else:
-        requested = unknown("not inside a Slurm, PBS, LSF or Flux job "
-                            "(no SLURM_JOB_ID / PBS_JOBID / LSB_JOBID / FLUX_JOB_ID)")
+        requested = unknown("not inside a Slurm, PBS, LSF, Grid Engine or Flux job "
+                            "(no SLURM_JOB_ID / PBS_JOBID / LSB_JOBID / JOB_ID with SGE_O_WORKDIR / FLUX_JOB_ID)")
     facts["gpus_requested"] = requested
     facts["gpus_requested_source"] = source
     return facts
