@@ -427,9 +427,10 @@ def collect_scheduler(env):
         "partition": env.get("SLURM_JOB_PARTITION") or env.get("PBS_QUEUE") or env.get("LSB_QUEUE")
         or (env.get("QUEUE") if kind == "sge" else None),
         "nodelist": env.get("SLURM_JOB_NODELIST") or env.get("PBS_NODEFILE") or env.get("LSB_DJOB_HOSTFILE")
-        or env.get("LSB_HOSTS"),
+        or env.get("LSB_HOSTS") or (env.get("PE_HOSTFILE") if kind == "sge" else None),
         "step_id": env.get("SLURM_STEP_ID"),
-        "cpus_on_node": _int(env.get("SLURM_CPUS_ON_NODE") or env.get("NCPUS") or env.get("LSB_DJOB_NUMPROC")),
+        "cpus_on_node": _int(env.get("SLURM_CPUS_ON_NODE") or env.get("NCPUS") or env.get("LSB_DJOB_NUMPROC")
+                             or (env.get("NSLOTS") if kind == "sge" else None)),
         "gpu_env": gpu_env,
         "job_gpus": env.get("SLURM_JOB_GPUS") or env.get("SLURM_STEP_GPUS"),
         "gres": env.get("SLURM_JOB_GRES") or env.get("SLURM_GRES") or env.get("SLURM_TRES_PER_TASK")

@@ -279,9 +279,11 @@ def test_lsf_and_flux_jobs_are_recognised():
     assert lsf["nodelist"].endswith(".hostfile")
     assert "bjobs -l" in node_probe.collect_scheduler({"LSB_JOBID": "5"})["gpus_requested"]["unknown"]
     sge = node_probe.collect_scheduler({"JOB_ID": "812345", "SGE_O_WORKDIR": "/home/u/run", "JOB_NAME": "train",
-                                        "QUEUE": "gpu.q", "SGE_TASK_ID": "undefined", "CUDA_VISIBLE_DEVICES": "0,1"})
-    assert (sge["kind"], sge["job_id"], sge["job_name"], sge["partition"], sge["gpus_requested"]) \
-        == ("sge", "812345", "train", "gpu.q", 2)
+                                        "QUEUE": "gpu.q", "SGE_TASK_ID": "undefined", "CUDA_VISIBLE_DEVICES": "0,1",
+                                        "NSLOTS": "8", "PE_HOSTFILE": "/opt/sge/default/spool/n1/active_jobs/812345.1/pe_hostfile"})
+    assert (sge["kind"], sge["job_id"], sge["job_name"], sge["partition"], sge["gpus_requested"], sge["cpus_on_node"]) \
+        == ("sge", "812345", "train", "gpu.q", 2, 8)
+    assert sge["nodelist"].endswith("pe_hostfile")
     assert "qstat -j" in node_probe.collect_scheduler({"JOB_ID": "6", "SGE_O_WORKDIR": "/x"})["gpus_requested"]["unknown"]
     assert node_probe.collect_scheduler({"JOB_ID": "7"})["kind"] is None   # JOB_ID alone is not Grid Engine
     flux = node_probe.collect_scheduler({"FLUX_JOB_ID": "f2N4sT8zXk1", "FLUX_URI": "local:///run/flux/local",
