@@ -101,6 +101,8 @@ def _non_ascii_unit(pattern):
     ["'‘] it is three one-byte alternatives, and in ’? only its last byte is
     optional. RE2 reads characters, so the two backends would disagree. Read
     from the text, not from sre_parse, which turns (?:'|‘) into a class too."""
+    if pattern.isascii():  # nearly every signature: skip the walk (it runs on every uncached load)
+        return None
     i, n, in_class = 0, len(pattern), False
     while i < n:
         c = pattern[i]
