@@ -50,6 +50,16 @@ def test_owner_kill_is_a_warning_that_a_real_error_outranks(kb):
     assert "lsf-killed-by-owner" in ids and ids[0] != "lsf-killed-by-owner"
 
 
+def test_every_scheduler_is_detected_and_named():
+    """One list of schedulers (schema.SCHEDULERS): the engine recognises each from its log and
+    the renderer has a name for each, so adding one cannot forget a place."""
+    from gpu_troubleshooter.engine import SCHEDULER_MARKERS
+    from gpu_troubleshooter.render import SCHEDULER_NAMES
+    from gpu_troubleshooter.schema import SCHEDULERS
+    assert [name for name, _ in SCHEDULER_MARKERS] == list(SCHEDULERS)
+    assert set(SCHEDULER_NAMES) == set(SCHEDULERS)
+
+
 def test_scheduler_falls_back_to_the_probe_then_the_site():
     assert job_scheduler("pbs", {"scheduler": {"kind": "slurm"}}, {"scheduler": "lsf"}) == "pbs"
     assert job_scheduler(None, {"scheduler": {"kind": "flux"}}, {"scheduler": "lsf"}) == "flux"

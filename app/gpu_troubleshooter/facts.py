@@ -18,6 +18,7 @@ from __future__ import annotations
 import re
 
 from .record import dataclass
+from .schema import SCHEDULERS
 
 __all__ = ["FactOutcome", "apply_fact_rules", "validate_fact_rule", "validate_condition", "condition_problems",
            "lookup", "evaluate", "parse_size", "parse_duration", "parse_number", "known_path", "format_duration",
@@ -462,7 +463,7 @@ SITE_SETTINGS = frozenset("""
 gpu_partition gpu_request gpu_gres scheduler cuda_module python_module scratch_dir docs_url helpdesk helpdesk_url
 container_image torch_wheel_index torch_wheel_index_override default_lang lang_fallbacks
 """.split())
-SCHEDULER_NAMES = ("slurm", "pbs", "lsf", "sge", "flux", "condor", "kubernetes")
+SCHEDULER_NAMES = SCHEDULERS  # schema.py holds the one list
 
 
 def known_path(path, values=None):

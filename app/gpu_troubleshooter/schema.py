@@ -25,7 +25,9 @@ TOP_KEYS = {
 }
 SCHEMA_VERSIONS = {1, 2}  # model.SCHEMA_VERSION is the newest
 ACTORS = {"user", "site"}
-SCHEDULERS = {"slurm", "pbs", "lsf", "sge", "flux", "condor", "kubernetes"}
+# the batch systems a fix may be tagged for and `log.scheduler` may name; the one list
+# (facts.py reads it, engine.SCHEDULER_MARKERS and render.SCHEDULER_NAMES must cover it)
+SCHEDULERS = ("slurm", "pbs", "lsf", "sge", "flux", "condor", "kubernetes")
 # harmless: lines that look like errors but are not (TensorFlow start-up noise); the engine
 # lists them apart from the findings, never as a failure
 SEVERITIES = {"error", "warning", "harmless"}
