@@ -31,6 +31,35 @@ def log_files(paths):
         yield from (p for p in candidates if p.suffix not in SKIP_SUFFIXES)
 
 
+class BackendPair:
+    """The project's Scanner over every signature of `kb`, once with Hyperscan and once with RE2.
+
+    tests/test_signature_backends.py runs it over the example logs; main() over any logs."""
+
+    def __init__(self, kb):
+        self.signatures = [(e.id, s) for e in kb.entries for s in e.signatures]
+        patterns = [(s.pattern, s.case_sensitive) for _, s in self.signatures]
+        self.hyperscan, self.re2 = Scanner(patterns), Scanner(patterns, use_hyperscan=False)
+        self.lines = 0  # lines compared so far
+
+    def disagreements(self, data: bytes):
+        """(line number, "RE2 only" or "Hyperscan only", entry id, pattern) for each signature
+        that one backend matches on a line of `data` and the other does not. Each line is
+        scanned alone: a Hyperscan scan reports each signature once per chunk."""
+        for no, line in enumerate(data.split(b"\n"), 1):
+            if not line.strip() or len(line) > MAX_LINE:
+                continue
+            self.lines += 1
+            by_hyperscan, by_re2 = self._matched(self.hyperscan, line), self._matched(self.re2, line)
+            for pid in sorted(by_hyperscan ^ by_re2):
+                entry, signature = self.signatures[pid]
+                yield no, "RE2 only" if pid in by_re2 else "Hyperscan only", entry, signature.pattern
+
+    @staticmethod
+    def _matched(scanner, line):
+        return {pid for hit in scanner.scan(line, 1) for pid in hit.pattern_ids}
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("paths", nargs="+", help="log files or folders of logs")
@@ -39,29 +68,16 @@ def main(argv=None):
     kb = load_knowledge_base([Path(d) for d in args.kb], strict=False)
     for problem in kb.problems:  # a skipped site entry is not compared: say so
         print(f"skipped: {problem}", file=sys.stderr)
-    signatures = [(e.id, s) for e in kb.entries for s in e.signatures]
-    patterns = [(s.pattern, s.case_sensitive) for _, s in signatures]
-    hyperscan, re2 = Scanner(patterns), Scanner(patterns, use_hyperscan=False)
-    if hyperscan.backend != "hyperscan":
+    pair = BackendPair(kb)
+    if pair.hyperscan.backend != "hyperscan":
         sys.exit("Hyperscan is not installed here: nothing to compare")
-
-    def matched(scanner, line):
-        return {pid for hit in scanner.scan(line, 1) for pid in hit.pattern_ids}
-
-    files = lines = disagreements = 0
+    files = disagreements = 0
     for path in log_files(args.paths):
         files += 1
-        for no, line in enumerate(path.read_bytes().split(b"\n"), 1):
-            if not line.strip() or len(line) > MAX_LINE:
-                continue
-            lines += 1
-            by_hyperscan, by_re2 = matched(hyperscan, line), matched(re2, line)
-            for pid in sorted(by_hyperscan ^ by_re2):
-                disagreements += 1
-                side = "RE2 only" if pid in by_re2 else "Hyperscan only"
-                entry, signature = signatures[pid]
-                print(f"{path}:{no}: {side}: {entry} {signature.pattern!r}")
-    print(f"{files} files, {lines} lines, {len(patterns)} signatures: {disagreements} disagreement(s)")
+        for no, side, entry, pattern in pair.disagreements(path.read_bytes()):
+            disagreements += 1
+            print(f"{path}:{no}: {side}: {entry} {pattern!r}")
+    print(f"{files} files, {pair.lines} lines, {len(pair.signatures)} signatures: {disagreements} disagreement(s)")
     return 1 if disagreements else 0
 
 

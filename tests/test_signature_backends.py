@@ -7,39 +7,36 @@ apostrophe in "doesn’t" is three bytes), and Hyperscan 5.4 missed
 "sbatch: error: Specifying job run time is now required." with
 `[^\\n]*\\b(?:is|are) now required` where RE2 matched. A disagreement is a
 log that one backend diagnoses and the other does not."""
+import importlib.util
 from pathlib import Path
 
 import pytest
 
 from gpu_troubleshooter.knowledge import load_knowledge_base
-from gpu_troubleshooter.scanner import Scanner
 
 pytest.importorskip("hyperscan")
 
-KNOWLEDGE = Path(__file__).resolve().parent.parent / "knowledge"
+ROOT = Path(__file__).resolve().parent.parent
+KNOWLEDGE = ROOT / "knowledge"
+
+
+def _backend_agreement():
+    """benchmarks/backend_agreement.py, which runs the same comparison over any logs."""
+    spec = importlib.util.spec_from_file_location("backend_agreement", ROOT / "benchmarks" / "backend_agreement.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
 
 
 def test_hyperscan_and_re2_match_the_same_example_lines():
-    # the scanner itself with each backend (its flags, its opened gaps), one line per scan:
-    # a Hyperscan scan reports each signature once per chunk
-    kb = load_knowledge_base(strict=False)
-    signatures = [(e.id, s) for e in kb.entries for s in e.signatures]
-    patterns = [(s.pattern, s.case_sensitive) for _, s in signatures]
-    hyperscan, re2 = Scanner(patterns), Scanner(patterns, use_hyperscan=False)
-    assert (hyperscan.backend, re2.backend) == ("hyperscan", "re2")
-
-    def matched(scanner, line):
-        return {pid for hit in scanner.scan(line, 1) for pid in hit.pattern_ids}
+    # the scanner itself with each backend (its flags, its opened gaps), one line per scan
+    pair = _backend_agreement().BackendPair(load_knowledge_base(strict=False))
+    assert (pair.hyperscan.backend, pair.re2.backend) == ("hyperscan", "re2")
 
     disagree = []
     logs = sorted(KNOWLEDGE.glob("*/*/must-*/*.log"))
     assert len(logs) > 1000
     for path in logs:
-        for no, line in enumerate(path.read_bytes().split(b"\n"), 1):
-            if len(line) > 4000:  # the scanner matches a window of a long line, not the whole of it
-                continue
-            by_hyperscan, by_re2 = matched(hyperscan, line), matched(re2, line)
-            for i in by_hyperscan ^ by_re2:
-                side = "RE2 only" if i in by_re2 else "Hyperscan only"
-                disagree.append(f"{path.relative_to(KNOWLEDGE)}:{no}: {side}: {signatures[i][0]} {signatures[i][1].pattern!r}")
+        for no, side, entry, pattern in pair.disagreements(path.read_bytes()):
+            disagree.append(f"{path.relative_to(KNOWLEDGE)}:{no}: {side}: {entry} {pattern!r}")
     assert not disagree, "\n".join(disagree[:20])
