@@ -18,7 +18,6 @@ from __future__ import annotations
 import re
 
 from .record import dataclass
-from .schema import SCHEDULERS
 
 __all__ = ["FactOutcome", "apply_fact_rules", "validate_fact_rule", "validate_condition", "condition_problems",
            "lookup", "evaluate", "parse_size", "parse_duration", "parse_number", "known_path", "format_duration",
@@ -463,7 +462,11 @@ SITE_SETTINGS = frozenset("""
 gpu_partition gpu_request gpu_gres scheduler cuda_module python_module scratch_dir docs_url helpdesk helpdesk_url
 container_image torch_wheel_index torch_wheel_index_override default_lang lang_fallbacks
 """.split())
-SCHEDULER_NAMES = SCHEDULERS  # schema.py holds the one list
+# the batch systems a fix may be tagged for and `log.scheduler` may name: the one list
+# (schema.py reads it; engine.SCHEDULER_MARKERS and render.SCHEDULER_NAMES must cover it).
+# It lives here, not in schema.py, because choosing fixes reads it on the warm path, and
+# schema.py loads dataclasses, which that path never does (tests/test_record.py)
+SCHEDULER_NAMES = ("slurm", "pbs", "lsf", "sge", "flux", "condor", "kubernetes")
 
 
 def known_path(path, values=None):

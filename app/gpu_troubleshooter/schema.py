@@ -8,6 +8,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Optional
 
+from .facts import SCHEDULER_NAMES
+
 try:  # Python 3.11 moved the regex parser; the old names warn
     from re import _compiler as sre_compile, _constants as sre_constants, _parser as sre_parse  # type: ignore[attr-defined]
 except ImportError:  # pragma: no cover - Python < 3.11
@@ -25,9 +27,7 @@ TOP_KEYS = {
 }
 SCHEMA_VERSIONS = {1, 2}  # model.SCHEMA_VERSION is the newest
 ACTORS = {"user", "site"}
-# the batch systems a fix may be tagged for and `log.scheduler` may name; the one list
-# (facts.py reads it, engine.SCHEDULER_MARKERS and render.SCHEDULER_NAMES must cover it)
-SCHEDULERS = ("slurm", "pbs", "lsf", "sge", "flux", "condor", "kubernetes")
+SCHEDULERS = SCHEDULER_NAMES  # facts.py holds the one list of batch systems
 # harmless: lines that look like errors but are not (TensorFlow start-up noise); the engine
 # lists them apart from the findings, never as a failure
 SEVERITIES = {"error", "warning", "harmless"}
