@@ -12,7 +12,7 @@ import pytest
 
 from gpu_troubleshooter.engine import diagnose_text
 from gpu_troubleshooter.fixes import choose_fixes
-from gpu_troubleshooter.knowledge import entry_files, load_knowledge_base
+from gpu_troubleshooter.knowledge import entry_files, load_knowledge_base, parse_entry
 from gpu_troubleshooter.model import Text
 from gpu_troubleshooter.render import Style, explain, human
 from support import run_cli
@@ -285,3 +285,14 @@ def test_bundled_entries_skip_the_re2_compile_at_run_time_but_kb_validate_checks
     assert knowledge.load_knowledge_base(strict=True).get("shipped") is not None
     by_id, problems = knowledge.collect(full=True)
     assert "shipped" not in by_id and [p.line for p in problems if "RE2" in p.message] == [7]
+
+
+def test_only_a_bundled_entry_skips_the_regex_checks(isolated):
+    """A bundled entry's regexes were checked by `kb validate` before release, so a
+    normal load skips that (a third of a cold start); a site entry never does."""
+    path = isolated / "nested-sig.yaml"
+    path.write_text(entry_yaml("nested-sig", "x").replace('literal: "x"', "regex: '(SITE_NEST+)+Y'"))
+    entry, problems = parse_entry(path, trusted=True)
+    assert entry is not None and problems == []
+    entry, problems = parse_entry(path)
+    assert entry is None and ["nested unbounded repeat" in p.message for p in problems] == [True]

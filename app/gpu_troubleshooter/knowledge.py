@@ -137,14 +137,14 @@ def read_yaml(path: Path) -> tuple[Any, Optional[NodeLines], list[Problem]]:
 def parse_entry(path: Path, trusted: bool = False) -> tuple[Optional[Entry], list[Problem]]:
     """(Entry or None, problems) for one file; never raises for bad content.
 
-    trusted: a bundled entry, whose regexes `kb validate` compiled in RE2 and
-    Hyperscan before release; the first run after an upgrade skips that work."""
+    trusted: a bundled entry, whose regexes `kb validate` checked and compiled in
+    RE2 and Hyperscan before release; the first run after an upgrade skips that work."""
     from .model import entry_from_yaml
     from .schema import check_entry
     data, lines, problems = read_yaml(path)
     if problems or lines is None:
         return None, problems
-    problems = check_entry(data, lines, str(path), path.stem, re2=not trusted)
+    problems = check_entry(data, lines, str(path), path.stem, trusted=trusted)
     if problems:
         return None, problems
     return entry_from_yaml(data, str(path), lines.line), []

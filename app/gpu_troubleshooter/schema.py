@@ -187,9 +187,10 @@ def regex_problem(pattern, for_scanner, re2=True):
     return _re2_problem(pattern) if re2 else None
 
 
-def check_entry(data, lines: NodeLines, path: str, stem: str, re2: bool = True):
-    """Every schema problem of one parsed entry. re2=False skips the RE2 compile
-    (bundled entries, already checked by `kb validate` before release)."""
+def check_entry(data, lines: NodeLines, path: str, stem: str, trusted: bool = False):
+    """Every schema problem of one parsed entry. trusted=True skips the regex
+    checks (bundled entries: `kb validate` ran them all before release, and they
+    were a third of a cold start)."""
     out = []
 
     def bad(message, *key):
@@ -220,8 +221,8 @@ def check_entry(data, lines: NodeLines, path: str, stem: str, re2: bool = True):
         bad("tags must be a non-empty list of strings", "tags")
     if "severity" in data and data["severity"] not in SEVERITIES:
         bad(f"severity must be one of {sorted(SEVERITIES)}", "severity")
-    out += _check_patterns(data.get("signatures"), "signatures", lines, path, required=True, re2=re2)
-    out += _check_patterns(data.get("exclude"), "exclude", lines, path, required=False, re2=re2)
+    out += _check_patterns(data.get("signatures"), "signatures", lines, path, required=True, trusted=trusted)
+    out += _check_patterns(data.get("exclude"), "exclude", lines, path, required=False, trusted=trusted)
     phrases = data.get("phrases", [])
     if not (isinstance(phrases, list) and all(isinstance(p, str) and p.strip() for p in phrases)):
         bad("phrases must be a list of non-empty strings", "phrases")
@@ -230,7 +231,7 @@ def check_entry(data, lines: NodeLines, path: str, stem: str, re2: bool = True):
         bad("values must map a name to a regex with a group of that name", "values")
     else:
         for name, rx in values.items():
-            problem = regex_problem(rx, for_scanner=False, re2=re2) if isinstance(rx, str) else "must be a regex string"
+            problem = (None if trusted else regex_problem(rx, for_scanner=False)) if isinstance(rx, str) else "must be a regex string"
             if problem:
                 bad(f"value '{name}': {problem}", "values", name)
             elif f"(?P<{name}>" not in rx:
@@ -306,7 +307,7 @@ def _check_optional(data, bad):
     return []
 
 
-def _check_patterns(items, key, lines, path, required, re2=True):
+def _check_patterns(items, key, lines, path, required, trusted=False):
     out = []
     if items is None:
         return [Problem(path, 1, f"missing '{key}'")] if required else []
@@ -326,7 +327,8 @@ def _check_patterns(items, key, lines, path, required, re2=True):
             out.append(Problem(path, where, f"{key}[{i + 1}] needs exactly one of 'regex' or 'literal'"))
             continue
         if "regex" in item:
-            problem = regex_problem(item["regex"], for_scanner=True, re2=re2) if isinstance(item["regex"], str) else "regex must be a string"
+            rx = item["regex"]
+            problem = (None if trusted else regex_problem(rx, for_scanner=True)) if isinstance(rx, str) else "regex must be a string"
             if problem:
                 out.append(Problem(path, where, f"{key}[{i + 1}]: {problem}"))
         elif not (isinstance(item["literal"], str) and len(item["literal"]) >= 4):
