@@ -38,6 +38,8 @@ def validate(site_dir=None, check_examples=True):
             found, n = check_entry_examples(entry, kb)
             problems += found
             examples += n
+        if site_dir:  # the bundled examples: tests/test_signature_backends.py
+            problems += backend_problems(mine)
     if check_examples:  # entries too broken to load still owe their examples
         loaded = {Path(e.path).resolve() for e in mine}
         for path in entry_files(checked_root):
@@ -129,6 +131,33 @@ def check_entry_examples(entry, kb):
         if path in near and entry.id in ids:
             problems.append(Problem(str(path), 1, f"near miss must not match '{entry.id}', but found {ids}"))
     return problems, len(match) + len(near)
+
+
+def backend_problems(entries):
+    """A warning at each example line where Hyperscan and RE2 disagree on a signature of
+    `entries`: the scan (Hyperscan) would miss a line the entry's author saw match, or
+    report one RE2 (`exclude`, `values`, hosts without Hyperscan) does not."""
+    from .backends import BackendPair
+    from .errors import LogInputError
+    from .reader import open_log
+    pair = BackendPair(entries)
+    if not pair.comparable:
+        return []
+    problems = []
+    for entry in entries:
+        for path in entry.examples("must-match") + entry.examples("must-not-match"):
+            try:
+                with open_log(path) as f:
+                    data = f.read()
+            except (LogInputError, OSError):
+                continue  # check_entry_examples already reported it
+            for no, side, eid, signature in pair.disagreements(data):
+                which = "only RE2 matches it: the scan (Hyperscan) misses this line" if side == "RE2 only" \
+                    else "only Hyperscan matches it: RE2 does not"
+                problems.append(Problem(str(path), no, f"signature {signature.pattern!r} of '{eid}': {which}; "
+                                        "reword the signature (e.g. drop a \\b right after a [^\\n]* gap)",
+                                        warning=True))
+    return problems
 
 
 def example_count_problems(entry_path, draft=False):
