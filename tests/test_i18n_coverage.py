@@ -1,12 +1,13 @@
 """How many entries are translated whole (title, summary, every cause and every fix) in
-Croatian, Serbian and Korean: issue 9 section 4 asks for at least the 40 most common, and
-an English edit that leaves a translation stale must not silently drop an entry below it."""
+Croatian, Serbian and Korean: issue 9 section 4 asked for at least the 40 most common; 161
+are now (2026-11-28), and an English edit that leaves a translation stale must not silently
+drop the count below the floor."""
 import yaml
 
 from gpu_troubleshooter.i18n import translate_entry
 from gpu_troubleshooter.knowledge import bundled_dir, entry_files
 
-WHOLE_AT_LEAST = 40
+WHOLE_AT_LEAST = 140  # 161 whole on 2026-11-28; the margin is for entries being edited
 
 # The most common failures (helpdesk frequency, the seed guides' topics): each must stay
 # translated whole, so a stale field in one of them is noticed by name, not only by count.
@@ -14,7 +15,11 @@ MOST_COMMON = ["cuda-oom", "host-oom-killed", "slurm-time-limit", "disk-quota-ex
                "nccl-failure", "cuda-driver-too-old", "slurm-invalid-account-partition",
                "slurm-time-limit-invalid", "lmod-module-unknown", "torch-dist-connect-timeout",
                "torch-dataloader-worker-exited", "cuda-invalid-device-ordinal", "hf-no-internet-on-compute-node",
-               "container-no-gpu", "python-module-missing", "docker-not-available-on-hpc"]
+               "container-no-gpu", "python-module-missing", "docker-not-available-on-hpc",
+               # the most frequent labels of the held-out set and the high-frequency candidates
+               "nvidia-container-toolkit-broken", "torch-extension-abi-mismatch", "flash-attn-unsupported-gpu",
+               "slurm-submit-filter-rejected", "cublas-execution-failed", "gpu-busy-exclusive-mode",
+               "torch-ddp-unused-parameters", "torch-state-dict-key-mismatch", "hf-gated-repo-auth"]
 
 
 def whole_entries():
@@ -29,7 +34,7 @@ def whole_entries():
     return out, partial
 
 
-def test_at_least_40_entries_are_translated_whole():
+def test_at_least_140_entries_are_translated_whole():
     whole, _ = whole_entries()
     assert len(whole) >= WHOLE_AT_LEAST, f"only {len(whole)} entries are translated whole: {sorted(whole)}"
 
