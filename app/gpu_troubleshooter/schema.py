@@ -163,7 +163,7 @@ def scanner_problem(patterns: Sequence[tuple[str, bool]]) -> Optional[str]:
     return None
 
 
-def regex_problem(pattern, for_scanner, re2=True):
+def regex_problem(pattern, for_scanner):
     """Why `pattern` is unusable, or None. Scanner patterns must also suit Hyperscan."""
     try:  # parsed once (loading many entries is mostly this), compiled from the parse only where it can tell more
         parsed = sre_parse.parse(pattern)
@@ -184,7 +184,7 @@ def regex_problem(pattern, for_scanner, re2=True):
         if unit:
             return (f"signature regex puts the non-ASCII character {unit!r} in a [...] class or under a repeat; "
                     f"the scanner reads bytes, so write it as an alternative: (?:['\"]|{unit}) or (?:{unit})?")
-    return _re2_problem(pattern) if re2 else None
+    return _re2_problem(pattern)
 
 
 def check_entry(data, lines: NodeLines, path: str, stem: str, trusted: bool = False):
