@@ -296,3 +296,14 @@ def test_only_a_bundled_entry_skips_the_regex_checks(isolated):
     assert entry is not None and problems == []
     entry, problems = parse_entry(path)
     assert entry is None and ["nested unbounded repeat" in p.message for p in problems] == [True]
+
+
+def test_kb_validate_warns_when_a_yaml_comment_cuts_a_title(isolated):
+    """`title: Make #!/bin/bash the first line` loads as "Make": YAML reads " #" as a comment."""
+    from gpu_troubleshooter.validate import comment_in_prose_warnings
+    path = isolated / "cut.yaml"
+    path.write_text(entry_yaml("cut", "SITE_CUT", fixes="fixes:\n  - title: Make #!/bin/bash the first line\n"
+                                                       "  - title: \"Quoted #!/bin/bash is whole\"\n"
+                                                       "  - {title: Keep it, text: 'Run it # twice'}\n"))
+    assert [(p.line, p.warning) for p in comment_in_prose_warnings(path)] == [(11, True)]  # the first fix only
+    assert "put the value in quotes" in comment_in_prose_warnings(path)[0].message

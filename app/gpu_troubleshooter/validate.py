@@ -27,6 +27,7 @@ def validate(site_dir=None, check_examples=True):
     problems += rejected
     for entry in mine:
         problems += prefix_warnings(entry)
+        problems += comment_in_prose_warnings(entry.path)
     problems += _source_problems(mine, bundled=not site_dir)
     if site_dir:
         problems += _replaced_bundled(mine)
@@ -90,6 +91,21 @@ def prefix_warnings(entry):
                                                    "on one line they count once; keep it only if the message is "
                                                    "often hard-wrapped after it", warning=True))
     return out
+
+
+# An unquoted title or summary that holds " #": YAML ends the value there (the rest is a comment),
+# so "title: Make #!/bin/bash the first line" reads as "Make".
+_CUT_BY_COMMENT = re.compile(r"^\s*(?:- )?(title|summary):[ \t]+(?![ \t'\"|>])[^\n]*?[ \t]#")
+
+
+def comment_in_prose_warnings(path):
+    try:
+        lines = Path(path).read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError):
+        return []  # the schema check reports an unreadable file
+    return [Problem(path, no, f"the unquoted {m.group(1)} holds ' #', where YAML starts a comment: "
+                              f"the {m.group(1)} ends before it; put the value in quotes", warning=True)
+            for no, line in enumerate(lines, 1) if (m := _CUT_BY_COMMENT.match(line))]
 
 
 def _replaced_bundled(site_entries):
