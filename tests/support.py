@@ -18,3 +18,11 @@ def run_cli(*args, stdin=None, env=None):
     full_env = {**os.environ, **(env or {})}
     return subprocess.run([sys.executable, "-m", "gpu_troubleshooter", *map(str, args)], input=stdin,
                           capture_output=True, env=full_env, timeout=120)
+
+
+def entry_yaml(entry_id, marker, extra="", fixes="fixes:\n  - {title: Do it, text: Do it now.}\n", signature=None):
+    """A minimal site entry: one signature, the literal `marker` unless `signature` is given
+    ("regex: 'X'"); `extra` is more top-level YAML placed before `causes`."""
+    signature = signature or f'literal: "{marker}"'
+    return (f"id: {entry_id}\ntitle: Site quirk {entry_id}\nsummary: a site entry\ntags: [site]\nseverity: error\n"
+            f"signatures:\n  - {signature}\n    weight: 1.0\n{extra}causes: [the site]\n{fixes}")

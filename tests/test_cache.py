@@ -9,7 +9,7 @@ import pytest
 from gpu_troubleshooter.cache import KEEP_PER_KIND, Cache, default_cache
 from gpu_troubleshooter.engine import diagnose_text
 from gpu_troubleshooter.knowledge import load_knowledge_base
-from support import run_cli
+from support import entry_yaml, run_cli
 
 DEMO = Path(__file__).parent / "fixtures" / "kb" / "demo"
 OOM = "RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB (GPU 0; 1.20 GiB free)\n"
@@ -106,12 +106,6 @@ def test_an_unwritable_cache_costs_time_not_answers(tmp_path):
     assert load_knowledge_base([DEMO], bundled=False, cache=Cache(None)).get("demo-oom") is not None
 
 
-def _entry(entry_id, marker, signature=None):
-    signature = signature or f'literal: "{marker}"'
-    return (f"id: {entry_id}\ntitle: Site quirk {entry_id}\nsummary: a site entry\ntags: [site]\nseverity: error\n"
-            f"signatures:\n  - {signature}\n    weight: 1.0\ncauses: [the site]\nfixes:\n  - {{title: Do it, text: Do it now.}}\n")
-
-
 def test_cached_entries_read_their_texts_only_when_asked_and_equal_the_parsed_ones(cache):
     from gpu_troubleshooter.knowledge import LazyEntry
     parsed = demo(cache)  # builds the cache
@@ -147,12 +141,12 @@ def test_after_a_change_only_the_changed_file_is_parsed_again(cache, tmp_path, m
     site = tmp_path / "site"
     site.mkdir()
     for n in range(4):
-        (site / f"quirk-{n}.yaml").write_text(_entry(f"quirk-{n}", f"SITE_QUIRK_{n}_MARKER"))
+        (site / f"quirk-{n}.yaml").write_text(entry_yaml(f"quirk-{n}", f"SITE_QUIRK_{n}_MARKER"))
     load_knowledge_base([site], bundled=False, cache=cache)
     parsed = []
     real = knowledge.parse_entry
     monkeypatch.setattr(knowledge, "parse_entry", lambda path, trusted=False: parsed.append(path.name) or real(path, trusted))
-    (site / "quirk-2.yaml").write_text(_entry("quirk-2", "SITE_QUIRK_TWO_MARKER"))
+    (site / "quirk-2.yaml").write_text(entry_yaml("quirk-2", "SITE_QUIRK_TWO_MARKER"))
     kb = load_knowledge_base([site], bundled=False, cache=cache)
     assert parsed == ["quirk-2.yaml"]
     assert [f.id for f in diagnose_text("x SITE_QUIRK_TWO_MARKER\nSITE_QUIRK_3_MARKER\n", kb).findings] == ["quirk-2", "quirk-3"]
@@ -164,7 +158,7 @@ def test_a_site_entry_the_scanner_rejects_gives_the_bundled_entry_of_its_id_back
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
     site = tmp_path / "site"
     site.mkdir()
-    (site / "cuda-oom.yaml").write_text(_entry("cuda-oom", "", signature="regex: 'SITE_HS$MARKER'"))
+    (site / "cuda-oom.yaml").write_text(entry_yaml("cuda-oom", "", signature="regex: 'SITE_HS$MARKER'"))
     for _ in range(2):  # parsed, then from the cache
         kb = load_knowledge_base([site])
         [problem] = [p for p in kb.problems if p.file.endswith("cuda-oom.yaml")]
@@ -177,8 +171,8 @@ def test_a_site_draft_the_scanner_rejects_is_reported_and_skipped(cache, tmp_pat
     pytest.importorskip("hyperscan")
     site = tmp_path / "site"
     site.mkdir()
-    (site / "half-done.yaml").write_text(_entry("half-done", "", signature="regex: 'SITE_HS$DRAFT'") + "draft: true\n")
-    (site / "good.yaml").write_text(_entry("good", "SITE_GOOD_MARKER"))
+    (site / "half-done.yaml").write_text(entry_yaml("half-done", "", signature="regex: 'SITE_HS$DRAFT'") + "draft: true\n")
+    (site / "good.yaml").write_text(entry_yaml("good", "SITE_GOOD_MARKER"))
     for _ in range(2):
         kb = load_knowledge_base([site], bundled=False, cache=cache)
         [problem] = kb.problems

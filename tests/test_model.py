@@ -15,17 +15,12 @@ from gpu_troubleshooter.fixes import choose_fixes
 from gpu_troubleshooter.knowledge import entry_files, load_knowledge_base, parse_entry
 from gpu_troubleshooter.model import Text
 from gpu_troubleshooter.render import Style, explain, human
-from support import run_cli
+from support import entry_yaml, run_cli
 
 DEMO = Path(__file__).parent / "fixtures" / "kb" / "demo"
 OOM = ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of "
        "79.15 GiB of which 1.06 GiB is free. Including non-PyTorch memory, this process has 78.08 GiB memory in use.\n")
 OOM_LOG = "epoch 1\n" + OOM + "srun: error: node1: task 0: Exited with exit code 1\n"
-
-
-def entry_yaml(entry_id, marker, extra="", fixes="fixes:\n  - {title: Do it, text: Do it now.}\n"):
-    return (f"id: {entry_id}\ntitle: Site quirk {entry_id}\nsummary: a site entry\ntags: [site]\nseverity: error\n"
-            f"signatures:\n  - literal: \"{marker}\"\n    weight: 1.0\n{extra}causes: [the site]\n{fixes}")
 
 
 @pytest.fixture

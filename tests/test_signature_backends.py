@@ -13,11 +13,11 @@ import pytest
 
 from gpu_troubleshooter.backends import BackendPair
 from gpu_troubleshooter.knowledge import load_knowledge_base
+from support import entry_yaml
 
 pytest.importorskip("hyperscan")
 
-ROOT = Path(__file__).resolve().parent.parent
-KNOWLEDGE = ROOT / "knowledge"
+KNOWLEDGE = Path(__file__).resolve().parent.parent / "knowledge"
 
 
 def test_hyperscan_and_re2_match_the_same_example_lines():
@@ -38,10 +38,7 @@ def _site_entry(tmp_path, regex, line):
     """A site folder with one entry (signature `regex`) whose must-match example holds `line`."""
     site = tmp_path / "site"
     (site / "quirk" / "must-match").mkdir(parents=True)
-    (site / "quirk.yaml").write_text(
-        f"id: quirk\ntitle: Site quirk\nsummary: a site entry\ntags: [site]\nseverity: error\n"
-        f"signatures:\n  - regex: '{regex}'\n    weight: 1.0\ncauses: [the site]\n"
-        "fixes:\n  - {title: Do it, text: Do it now.}\n")
+    (site / "quirk.yaml").write_text(entry_yaml("quirk", "", signature=f"regex: '{regex}'"))
     example = site / "quirk" / "must-match" / "one.log"
     example.write_text(f"start\n{line}\n", encoding="utf-8")
     return site, example
