@@ -51,7 +51,7 @@ def test_owner_kill_is_a_warning_that_a_real_error_outranks(kb):
 
 
 def test_every_scheduler_is_detected_and_named():
-    """One list of schedulers (schema.SCHEDULERS): the engine recognises each from its log and
+    """One list of schedulers (facts.SCHEDULER_NAMES, which schema.SCHEDULERS is): the engine recognises each from its log and
     the renderer has a name for each, so adding one cannot forget a place."""
     from gpu_troubleshooter.engine import SCHEDULER_MARKERS
     from gpu_troubleshooter.render import SCHEDULER_NAMES
