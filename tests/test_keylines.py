@@ -174,3 +174,54 @@ def test_other_errors_show_below_a_finding_in_the_short_and_full_output():
     for full in (False, True):
         out = human(diagnosis, Style(False), full=full)
         assert "Other errors near the end of the log:" in out and "terminate called after throwing" in out
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_what_the_shell_or_system_refused_is_named(seed):
+    """A missing script, command or binary format, a permission or a full disk: the lines
+    that end many jobs before any Python runs. Names and paths are random."""
+    rng = random.Random(200 + seed)
+    path = f"/scratch/{word(rng)}/{word(rng)}.py"
+    refusal = rng.choice([
+        f"python: can't open file '{path}': [Errno 2] No such file or directory",
+        f"/var/spool/slurmd/job{rng.randint(1, 99999)}/slurm_script: line {rng.randint(2, 40)}: {word(rng)}: command not found",
+        f"/opt/{word(rng)}/startup.sh: line 5: {path}: cannot execute binary file: Exec format error",
+        f"mkdir: cannot create directory '{path}': Permission denied",
+        f"cp: error writing '{path}': No space left on device",
+    ])
+    lines = noise(rng, 20_000) + [refusal]
+    keys = collect(lines)
+    assert [(k.line, k.kind, k.origin) for k in keys] == [(20_001, "system", "the system")]
+
+
+@pytest.mark.parametrize("tail, kind", [
+    ("/var/spool/slurmd/job4711/slurm_script: line 12: 81234 Killed                  python train.py", "crash"),
+    ("Killed", "crash"),
+    ("[2022-05-27T11:37:57.377] _job_complete: JobId=127441 WTERMSIG 9", "crash"),
+    ("qsub: Unknown queue", "scheduler"),
+    ("qsub: PBS server internal error MSG=cannot write job command file", "scheduler"),
+    ("Project name must be specified using bsub -P. Job not submitted.", "scheduler"),
+    ("sbatch: fatal: Invalid --distribution specification", "scheduler"),
+    ("Exception: process 3 terminated with signal SIGKILL", "error"),
+    ("node1:1234:5678 [0] misc/socket.cc:518 NCCL WARN Net : Call to recv from 10.0.0.2<1234> failed : Broken pipe", "error"),
+    ("OMP: Error #15: Initializing libiomp5.so, but found libiomp5.so already initialized.", "error"),
+    ("nvcc fatal   : Unsupported gpu architecture 'compute_92'", "error"),
+    ("2021-05-20 10:09:06.617783: E external/org_tensorflow/tensorflow/stream_executor/gpu/asm_compiler.cc:93] "
+     "You are using ptxas 8.x", "error"),
+    ("    ** On entry to GEMM_EX  parameter number 12 had an illegal value", "error"),
+])
+def test_endings_of_other_shapes_are_named(tail, kind):
+    rng = random.Random(len(tail))
+    keys = collect(noise(rng, 5_000) + [tail])
+    assert keys and keys[0].line == 5_001 and keys[0].kind == kind, keys
+
+
+@pytest.mark.parametrize("notice", [
+    "qsub: waiting for job 4242.pbs01 to start",
+    "qsub: job 4242.pbs01 ready",
+    "Killed 3 stale workers before the restart",   # not the shell's kill report: no pid before it
+    "loaded 12 files: no such file was skipped",
+])
+def test_notices_that_look_like_endings_are_not(notice):
+    rng = random.Random(5)
+    assert collect(noise(rng, 2_000) + [notice]) == ()

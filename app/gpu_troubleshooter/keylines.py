@@ -5,8 +5,8 @@ signatures; a KeyLineCollector keeps a bounded number of each shape as the
 log streams by (flat memory: a deque per kind, the state of the traceback
 being read) and, at the end, names the few lines a human would look at:
 the last Python exception with the innermost frame of the user's own code, a
-C++ abort, a crash signal, the launcher's or the scheduler's verdict, and the
-last `error:` lines. Harmless look-alikes (warnings, progress bars) never take
+C++ abort, a crash signal or a kill, the launcher's or the scheduler's verdict,
+what the shell or the system refused, and the last `error:` lines. Harmless look-alikes (warnings, progress bars) never take
 a slot, so a flood of them cannot push the real ending out.
 """
 from __future__ import annotations
@@ -25,15 +25,39 @@ PATTERNS: Tuple[Tuple[str, str], ...] = (
     # needs no (?:segment\.){0,6} of its own: that spelling made Hyperscan's
     # compile of this set 12x slower, a cost of every cold start.
     ("exception", r"(?:^|[\s:\]>|.])[A-Z][A-Za-z0-9_]{0,80}"
-                  r"(?:Error|Exception|Interrupt|Exit|Failure|Fault)\b(?::|$|\r|\n)"),
+                  r"(?:Error|Exception|Interrupt|Exit|Failure|Fault)\b(?::|$|\r|\n)|"
+                  # `raise Exception("...")` prints the bare class name
+                  r"(?:^|[\s\]>|])Exception(?::|$|\r|\n)"),
     ("abort", r"terminate called after throwing an instance of|terminate called without an active exception|what\(\): "),
     ("crash", r"Segmentation fault|Bus error|core dumped|Fatal Python error|Aborted \(core dumped\)|"
               r"[Ss]ignal (?:11|6|7|9) ?\((?:SIGSEGV|SIGABRT|SIGBUS|SIGKILL)\)|received signal SIG[A-Z]+|"
-              r"Illegal instruction|Floating point exception"),
+              r"Illegal instruction|Floating point exception|"
+              # the shell's "line 12: 4711 Killed  python train.py" or a bare "Killed"; slurmctld's
+              # "WTERMSIG 9"; "killed by signal 9", "exited on signal 9"
+              r"^\s*Killed\s*$|\d\s{1,8}Killed\s|WTERMSIG \d+|(?:[Kk]illed|terminated|exited) (?:by|on) signal \d+"),
     ("launcher", r"ChildFailedError|Root Cause \(first observed failure\)|exitcode\s*: -?\d+|"
                  r"mpirun noticed that process|Primary job\s+terminated normally, but"),
-    ("scheduler", r"srun: error: |slurmstepd: error: |=>> PBS: |TERM_[A-Z]+:|Exited with exit code \d+"),
-    ("error", r"(?:^|[\s\]>:|])(?:error|ERROR|Error|FATAL|Fatal|CRITICAL)(?::| -|\])"),
+    ("scheduler", r"(?:srun|sbatch|salloc): (?:error|fatal|unrecognized option|invalid option)|slurmstepd: error: |"
+                  r"=>> PBS: |TERM_[A-Z]+:|Exited with exit code \d+|"
+                  # LSF's refusals end "Job not submitted."; an esub's, "Request aborted by esub"
+                  r"Job not submitted|Request aborted by esub|"
+                  # PBS's refusals ("qsub: Unknown queue", "qsub: PBS server internal error MSG=..."),
+                  # not its notices ("qsub: waiting for job 42.pbs to start")
+                  r"qsub: [^\n]{0,200}(?:[Ee]rror|[Uu]nknown|[Ii]nvalid|[Ee]xceed|[Rr]eject|[Dd]enied|[Ii]llegal|not allowed|cannot)"),
+    # What the shell or the C library says when the system refused: "python: can't open file
+    # 'train.py': [Errno 2] No such file or directory", "slurm_script: line 9: python: command
+    # not found", "cannot execute binary file: Exec format error", a full disk or quota.
+    ("system", r": (?:\[Errno \d+\] )?(?:No such file or directory|Permission denied|command not found|"
+               r"Exec format error|No space left on device|Disk quota exceeded|Cannot allocate memory|"
+               r"Read-only file system|Input/output error|Stale file handle|Too many open files|"
+               r"Operation not permitted)"),
+    ("error", r"(?:^|[\s\]>:|])(?:error|ERROR|Error|FATAL|Fatal|CRITICAL|fatal)(?::| -|\]| +:)|"
+              # numbered runtime errors ("OMP: Error #15: ..."), the error-level lines of NCCL, MPICH,
+              # TensorRT and glog/absl ("2021-05-20 10:09:06.617783: E external/...cc:93] ...")
+              r"\bError #\d+|NCCL WARN |MPICH ERROR|\[TRT\] \[E\]|"
+              r"(?:^|\d: )E(?:\d{4} \d\d:\d\d:\d\d\.\d+ +\d+ | )?[a-z_]+/[\w/.-]{1,200}\.cc:\d+\]|"
+              # BLAS/LAPACK's own complaint (xerbla): "** On entry to GEMM_EX  parameter number 12 had an illegal value"
+              r"parameter number \d+ had an illegal value"),
 )
 
 KEEP_PER_KIND = 12      # the last this many lines of each kind
@@ -51,7 +75,9 @@ HARMLESS = re.compile(
 _SITE_PACKAGES = re.compile(r"[/\\](?:site|dist)-packages[/\\]([A-Za-z0-9_]+)")
 _STDLIB = re.compile(r"[/\\]lib[/\\]python\d\.\d+[/\\]([A-Za-z0-9_]+)")
 _FRAME = re.compile(r'File "(?P<path>[^"]+)", line (?P<line>\d+)(?:, in (?P<func>\S+))?')
-_EXC = re.compile(r"(?P<type>(?:[A-Za-z_][A-Za-z0-9_]*\.)*[A-Z][A-Za-z0-9_]*(?:Error|Exception|Interrupt|Exit|Failure|Fault))(?::\s?(?P<msg>.*)|\s*$)")
+_EXC = re.compile(r"(?P<type>(?:[A-Za-z_][A-Za-z0-9_]*\.)*"
+                  r"(?:[A-Z][A-Za-z0-9_]*(?:Error|Exception|Interrupt|Exit|Failure|Fault)|Exception))"
+                  r"(?::\s?(?P<msg>.*)|\s*$)")
 _NEAR = 4   # an exception line this close after a frame closes that traceback
 
 
@@ -71,7 +97,7 @@ class Frame:
 class KeyLine:
     line: int                        # 1-based line number in the log
     text: str                        # the cleaned line, cut to MAX_TEXT with an ellipsis
-    kind: str                        # exception, abort, crash, launcher, scheduler, error
+    kind: str                        # exception, abort, crash, launcher, scheduler, system, error
     origin: str                      # "your code", "a library", "the scheduler", "the system", "unknown"
     exception: Optional[str] = None  # "ValueError", "torch.OutOfMemoryError"
     package: Optional[str] = None    # the package that raised it, when a frame says so
@@ -96,6 +122,7 @@ class KeyLine:
             "crash": "the process crashed (a signal, not a Python exception)",
             "launcher": "the launcher reports which rank failed first",
             "scheduler": "the scheduler's verdict on the job",
+            "system": "the shell or the system refused (a missing file or command, no permission, a full disk)",
         }.get(self.kind, "an error line near the end of the log")
 
 
@@ -142,7 +169,7 @@ class KeyLineCollector:
         if kind == "error" and HARMLESS.search(text):
             return
         origin = {"scheduler": "the scheduler", "crash": "the system", "launcher": "the launcher",
-                  "abort": "a library"}.get(kind, "unknown")
+                  "abort": "a library", "system": "the system"}.get(kind, "unknown")
         self._kept[kind].append(KeyLine(line_no, _cut(text), kind, origin))
 
     def _exception(self, line_no: int, text: str) -> None:
@@ -170,7 +197,7 @@ class KeyLineCollector:
     def result(self) -> Tuple[KeyLine, ...]:
         """The few lines that most likely ended the job, cause first."""
         picked: List[KeyLine] = []
-        order = ("exception", "abort", "crash", "launcher", "scheduler", "error")
+        order = ("exception", "abort", "crash", "launcher", "scheduler", "system", "error")
         for kind in order:
             kept = self._kept[kind]
             if not kept:

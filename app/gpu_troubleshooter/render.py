@@ -117,7 +117,9 @@ LABELS = {
            "kl_abort": "a C++ library aborted the program",
            "kl_crash": "the process crashed (a signal, not a Python exception)",
            "kl_launcher": "the launcher reports which rank failed first",
-           "kl_scheduler": "the scheduler's verdict on the job", "kl_error": "an error line near the end of the log",
+           "kl_scheduler": "the scheduler's verdict on the job",
+           "kl_system": "the shell or the system refused (a missing file or command, no permission, a full disk)",
+           "kl_error": "an error line near the end of the log",
            "web_looks": "What it looks like in a log", "web_leads": "Often causes",
            "fell_back": "Not yet translated, shown in {langs}: {fields}"},
     "hr": {"jobs_of": "za {scheduler} poslove", "not_this_job": "vjerojatno nije za ovaj posao",
@@ -159,7 +161,9 @@ LABELS = {
            "kl_abort": "C++ biblioteka prekinula je program",
            "kl_crash": "proces se srušio (signal, ne Python iznimka)",
            "kl_launcher": "pokretač javlja koji je rank prvi pao",
-           "kl_scheduler": "odluka raspoređivača o poslu", "kl_error": "redak s greškom pri kraju loga",
+           "kl_scheduler": "odluka raspoređivača o poslu",
+           "kl_system": "ljuska ili sustav su odbili (nema datoteke ili naredbe, nema dozvole, disk je pun)",
+           "kl_error": "redak s greškom pri kraju loga",
            "web_looks": "Kako to izgleda u logu", "web_leads": "Često uzrokuje",
            "fell_back": "Još nije prevedeno, prikazano na jeziku {langs}: {fields}"},
     "sr": {"jobs_of": "za {scheduler} jobove", "not_this_job": "verovatno nije za ovaj job",
@@ -201,7 +205,9 @@ LABELS = {
            "kl_abort": "C++ biblioteka je prekinula program",
            "kl_crash": "proces se srušio (signal, ne Python izuzetak)",
            "kl_launcher": "pokretač prijavljuje koji je rank prvi pao",
-           "kl_scheduler": "odluka raspoređivača o jobu", "kl_error": "linija sa greškom pri kraju loga",
+           "kl_scheduler": "odluka raspoređivača o jobu",
+           "kl_system": "šel ili sistem su odbili (nema fajla ili komande, nema dozvole, disk je pun)",
+           "kl_error": "linija sa greškom pri kraju loga",
            "web_looks": "Kako to izgleda u logu", "web_leads": "Često izaziva",
            "fell_back": "Još nije prevedeno, prikazano na jeziku {langs}: {fields}"},
     "ko": {"jobs_of": "{scheduler} 작업용", "not_this_job": "이 작업에는 해당하지 않을 가능성이 높음",
@@ -243,7 +249,9 @@ LABELS = {
            "kl_abort": "C++ 라이브러리가 프로그램을 중단시켰습니다",
            "kl_crash": "프로세스가 비정상 종료되었습니다 (Python 예외가 아니라 시그널)",
            "kl_launcher": "런처가 가장 먼저 실패한 rank를 알려 줍니다",
-           "kl_scheduler": "작업에 대한 스케줄러의 판정", "kl_error": "로그 끝부분의 오류 줄",
+           "kl_scheduler": "작업에 대한 스케줄러의 판정",
+           "kl_system": "셸 또는 시스템이 거부했습니다 (파일이나 명령 없음, 권한 없음, 디스크 가득 참)",
+           "kl_error": "로그 끝부분의 오류 줄",
            "web_looks": "로그에서 보이는 모습", "web_leads": "흔히 이어서 일어나는 오류",
            "fell_back": "아직 번역되지 않아 다른 언어({langs})로 표시: {fields}"},
 }
@@ -514,7 +522,7 @@ def key_line_explanation(k, lang="en"):
                                                         package=k.package or label(lang, "kl_a_library")) + called
         return label(lang, "kl_raised").format(exc=k.exception)
     return label(lang, {"abort": "kl_abort", "crash": "kl_crash", "launcher": "kl_launcher",
-                        "scheduler": "kl_scheduler"}.get(k.kind, "kl_error"))
+                        "scheduler": "kl_scheduler", "system": "kl_system"}.get(k.kind, "kl_error"))
 
 
 def explain(entry, site, lang="en", style=None):
