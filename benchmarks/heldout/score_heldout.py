@@ -122,14 +122,15 @@ def broader(eid: str, kb: dict[str, dict]) -> set[str]:
     return seen
 
 
-def classify(cmd: list[str], kb_dirs: list[str], log: Path) -> tuple[list[dict], str | None]:
+def classify(cmd: list[str], kb_dirs: list[str], log: Path) -> tuple[list[dict], int, str | None]:
+    """The findings, and how many key lines ("these lines ended the job") were shown."""
     extra = [a for d in kb_dirs for a in ("--kb", d)]
     p = subprocess.run(cmd + ["--json", *extra, str(log)], capture_output=True, text=True, timeout=300)
     try:
         doc = json.loads(p.stdout)
     except json.JSONDecodeError:
-        return [], f"exit {p.returncode}, no JSON: {(p.stderr or p.stdout).strip()[-300:]}"
-    return doc.get("findings") or [], None
+        return [], 0, f"exit {p.returncode}, no JSON: {(p.stderr or p.stdout).strip()[-300:]}"
+    return doc.get("findings") or [], len(doc.get("key_lines") or []), None
 
 
 def case_batch(case: dict) -> int:
@@ -162,10 +163,13 @@ def summarize(rows: list[dict]) -> dict:
             "right_share_of_labels_in_kb": share(sum(r["outcome"] == "right" for r in in_kb), len(in_kb)),
             "label_not_in_kb_absent": sum(r["outcome"] == "absent" for r in not_kb),
             "label_not_in_kb_wrong": sum(r["outcome"] == "wrong" for r in not_kb),
+            # with no finding, the key lines are all the user gets: were any shown?
+            "absent_with_key_lines": sum(r["outcome"] == "absent" and r.get("key_lines", 0) > 0 for r in fails),
             "basis_thread": {"n": len(thread), "right_first": ct["right"],
                              "wrong_class": ct["wrong"], "absent": ct["absent"]},
         },
-        "clean": {"n": len(cleans), "flagged": sum(r["outcome"] == "flagged" for r in cleans)},
+        "clean": {"n": len(cleans), "flagged": sum(r["outcome"] == "flagged" for r in cleans),
+                  "key_lines_shown": sum(r.get("key_lines", 0) > 0 for r in cleans)},
     }
 
 
@@ -177,7 +181,7 @@ def score(manifest: Path, cmd: list[str], kb_dirs: list[str], batch: str = "all"
     for case in cases:
         log = manifest.parent / case["file"]
         label = str(case["label"])
-        findings, err = classify(cmd, kb_dirs, log)
+        findings, key_lines, err = classify(cmd, kb_dirs, log)
         if err:
             errors.append(f"{case['file']}: {err}")
         top = findings[0] if findings else None
@@ -198,7 +202,8 @@ def score(manifest: Path, cmd: list[str], kb_dirs: list[str], batch: str = "all"
             else:
                 outcome = "wrong"
         rows.append({"file": case["file"], "batch": case_batch(case), "label": label, "kind": kind,
-                     "in_kb": in_kb, "basis": case.get("basis", "thread"), "top": top_id, "outcome": outcome})
+                     "in_kb": in_kb, "basis": case.get("basis", "thread"), "top": top_id, "outcome": outcome,
+                     "key_lines": key_lines})
 
     batches = sorted({r["batch"] for r in rows})
     return {
@@ -242,9 +247,11 @@ def print_table(s: dict, verbose: bool) -> None:
         ("    of which absent", lambda v: f"{v['failures']['label_not_in_kb_absent']:>4}        "),
         ("    of which wrong", lambda v: f"{v['failures']['label_not_in_kb_wrong']:>4}        "),
         ("  right, labels in KB", lambda v: cell(v["failures"]["label_in_kb"], v["failures"]["right_share_of_labels_in_kb"])),
+        ("  absent, key lines shown", lambda v: f"{v['failures']['absent_with_key_lines']:>4}        "),
         ("  basis: thread only", lambda v: "{right_first:>3}/{wrong_class}/{absent} of {n}".format(**v["failures"]["basis_thread"]).rjust(12)),
         ("clean logs", lambda v: f"{v['clean']['n']:>4}        "),
         ("  flagged", lambda v: f"{v['clean']['flagged']:>4}        "),
+        ("  key lines shown", lambda v: f"{v['clean']['key_lines_shown']:>4}        "),
     ]
     print(f"{'':26}" + "".join(f"{name:>16}" for name, _ in cols))
     for label, fmt in lines:
