@@ -183,15 +183,16 @@ def test_scorer_reads_the_manifest():
     rows = [
         {"kind": "failure", "outcome": "right", "in_kb": True, "basis": "thread"},
         {"kind": "failure", "outcome": "wrong", "in_kb": False, "basis": "log-message"},
-        {"kind": "failure", "outcome": "absent", "in_kb": False, "basis": "thread"},
+        {"kind": "failure", "outcome": "absent", "in_kb": False, "basis": "thread", "key_lines": 2},
         {"kind": "clean", "outcome": "flagged", "in_kb": None},
-        {"kind": "clean", "outcome": "ok", "in_kb": None},
+        {"kind": "clean", "outcome": "ok", "in_kb": None, "key_lines": 1},
     ]
     s = mod.summarize(rows)
     assert (s["failures"]["n"], s["failures"]["right_first"], s["failures"]["wrong_class"], s["failures"]["absent"]) == (3, 1, 1, 1)
     assert s["failures"]["label_not_in_kb"] == 2 and s["failures"]["label_not_in_kb_wrong"] == 1
     assert s["failures"]["basis_thread"] == {"n": 2, "right_first": 1, "wrong_class": 0, "absent": 1}
-    assert s["clean"] == {"n": 2, "flagged": 1}
+    assert s["clean"] == {"n": 2, "flagged": 1, "key_lines_shown": 1}
+    assert s["failures"]["absent_with_key_lines"] == 1
 
 
 def _flat(text: str) -> str:
