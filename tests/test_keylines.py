@@ -209,6 +209,14 @@ def test_what_the_shell_or_system_refused_is_named(seed):
     ("2021-05-20 10:09:06.617783: E external/org_tensorflow/tensorflow/stream_executor/gpu/asm_compiler.cc:93] "
      "You are using ptxas 8.x", "error"),
     ("    ** On entry to GEMM_EX  parameter number 12 had an illegal value", "error"),
+    ("/bin/sh: 1: torchrun: not found", "system"),
+    ("standard_init_linux.go:178: exec user process caused \"exec format error\"", "system"),
+    ("FATAL   [U=2094,P=121126]  PullOciImage()  Unable to pull docker://ubuntu:18.04", "error"),
+    ("[1750835683.514002] [host:1392 :0]   select.c:649  UCX  ERROR   no active messages transport", "error"),
+    ("/usr/bin/lua: /usr/share/lmod/lmod/libexec/Cache.lua:290: attempt to index a nil value", "error"),
+    ("Abort(606197647): Fatal error in internal_Init: Other MPI error, error stack:", "error"),
+    ("MissingOutputException in rule create_features in file Snakefile, line 12:", "error"),
+    ("Unable to run job: denied: host \"node7\" is not submit host", "error"),
 ])
 def test_endings_of_other_shapes_are_named(tail, kind):
     rng = random.Random(len(tail))

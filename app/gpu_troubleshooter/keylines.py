@@ -50,11 +50,19 @@ PATTERNS: Tuple[Tuple[str, str], ...] = (
     ("system", r": (?:\[Errno \d+\] )?(?:No such file or directory|Permission denied|command not found|"
                r"Exec format error|No space left on device|Disk quota exceeded|Cannot allocate memory|"
                r"Read-only file system|Input/output error|Stale file handle|Too many open files|"
-               r"Operation not permitted)"),
+               r"Operation not permitted)|"
+               # dash's "/bin/sh: 1: torchrun: not found"; Go's (docker, runc) "exec format error"
+               r"sh: \d+: [^\n]{1,200}: not found|exec format error"),
     ("error", r"(?:^|[\s\]>:|])(?:error|ERROR|Error|FATAL|Fatal|CRITICAL|fatal)(?::| -|\]| +:)|"
               # numbered runtime errors ("OMP: Error #15: ..."), the error-level lines of NCCL, MPICH,
               # TensorRT and glog/absl ("2021-05-20 10:09:06.617783: E external/...cc:93] ...")
               r"\bError #\d+|NCCL WARN |MPICH ERROR|\[TRT\] \[E\]|"
+              # an upper-case ERROR or FATAL word (UCX, vLLM, wandb, Apptainer's "FATAL   [U=..]"),
+              # logrus' level=error, glog's "[F file.cc:338]", MPI's "Fatal error in", Lmod's Lua
+              # errors ("/usr/bin/lua: .../Cache.lua:290: attempt to index a nil value"), Java's and
+              # Snakemake's "Exception in thread/rule", Grid Engine's "Unable to run job:"
+              r"\bERROR\b|\bFATAL\b|level=(?:error|fatal)\b|^\[F |Fatal error in |\.lua:\d+: |"
+              r"(?:Error|Exception) in (?:rule|thread) |Unable to run job: |"
               r"(?:^|\d: )E(?:\d{4} \d\d:\d\d:\d\d\.\d+ +\d+ | )?[a-z_]+/[\w/.-]{1,200}\.cc:\d+\]|"
               # BLAS/LAPACK's own complaint (xerbla): "** On entry to GEMM_EX  parameter number 12 had an illegal value"
               r"parameter number \d+ had an illegal value"),
