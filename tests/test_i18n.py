@@ -92,6 +92,27 @@ def test_stale_translation_is_reported_and_not_used(tmp_path):
     assert [str(w) for w in validate_translations(tmp_path)] == msgs
 
 
+def test_two_fixes_with_one_title_are_each_checked_against_their_own_text(tmp_path, monkeypatch):
+    """The same advice for Slurm and for PBS shares its title; the text hash says which fix
+    a translation is (cuda-driver-stub-library's 'Run it on a GPU node' was reported stale)."""
+    slurm, pbs = "Ask for a GPU with `--gres=gpu:1`.", "Ask for a GPU with `-l select=1:ngpus=1`."
+    entry = dict(ENTRY, fixes=[{"title": "Run it on a GPU node", "text": slurm},
+                               {"title": "Run it on a GPU node", "text": pbs}])
+    monkeypatch.setitem(globals(), "ENTRY", entry)
+    data = {"fixes": [{"title": field("Run it on a GPU node", "Pokrenite na GPU čvoru"),
+                       "text": field(slurm, "Zatražite GPU s `--gres=gpu:1`.")},
+                      {"title": field("Run it on a GPU node", "Pokrenite na GPU čvoru"),
+                       "text": field(pbs, "Zatražite GPU s `-l select=1:ngpus=1`.")}]}
+    entry_path, path = write(tmp_path, "hr", data)
+    assert [str(w) for w in check_translation(entry, path)] == []
+    fixes = translate_entry(entry, entry_path, "hr").fixes
+    assert [f["text"] for f in fixes] == [d["text"]["text"] for d in data["fixes"]]
+    # a text that matches neither English fix is still stale
+    data["fixes"][1]["text"] = field("an older PBS text", "Stari tekst")
+    _, path = write(tmp_path, "hr", data)
+    assert any("fixes[2].text: stale" in str(w) for w in check_translation(entry, path))
+
+
 def test_an_unquoted_all_digit_src_is_named_as_such_not_as_stale(tmp_path):
     data = dict(HR, title={"src": 355571111306, "text": "Naslov"})   # what YAML makes of src: 355571111306
     _, path = write(tmp_path, "hr", data)

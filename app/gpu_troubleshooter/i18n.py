@@ -536,7 +536,12 @@ def check_translation(entry_data: dict, path: Path) -> list:
             warn(f"facts[{i + 1}]: stale: no fact rule's note has this English text any more (src {src})", src)
             continue
         check_field(n, notes_en.get(src, ""), f"facts[{i + 1}].note", src)
-    fixes_en = {source_hash(f.get("title")): f for f in entry_data.get("fixes") or () if isinstance(f, dict)}
+    # Two fixes may share a title (the same advice for Slurm and for PBS): the translation's
+    # text hash says which of them it is, as _fix_translation reads it.
+    fixes_en: dict = {}
+    for f in entry_data.get("fixes") or ():
+        if isinstance(f, dict):
+            fixes_en.setdefault(source_hash(f.get("title")), []).append(f)
     for i, fx in enumerate(data.get("fixes") or ()):
         where = f"fixes[{i + 1}]"
         if not isinstance(fx, dict) or set(fx) - _FIX_KEYS:
@@ -545,7 +550,10 @@ def check_translation(entry_data: dict, path: Path) -> list:
             continue
         title = fx.get("title")
         src = str(title.get("src")) if isinstance(title, dict) else ""
-        english = fixes_en.get(src)
+        same_title = fixes_en.get(src) or []
+        text_src = str(fx["text"].get("src")) if isinstance(fx.get("text"), dict) else None
+        english = next((f for f in same_title if text_src and source_hash(f.get("text")) == text_src),
+                       same_title[0] if same_title else None)
         if english is None:
             warn(f"{where}: stale: no English fix has this title any more (src {src})", str(src))
             continue
