@@ -259,6 +259,10 @@ def test_transliteration_of_loanwords_and_asides():
     assert to_cyrillic("na nodu (job nije zatražio GPU)") == "на ноду (job није затражио GPU)"
     assert to_cyrillic("poruka (CUDA out of memory) ostaje") == "порука (CUDA out of memory) остаје"
     assert to_cyrillic("docker compose servis") == "docker compose сервис"
+    # a quoted message with a slash keeps both its quotes: the prose after it is still Serbian
+    # (cuda-driver-libcuda-mismatch's fix was left half in Latin)
+    assert to_cyrillic('javlja "Driver/library version mismatch", drajver je ažuriran') == \
+        'јавља "Driver/library version mismatch", драјвер је ажуриран'
 
 
 def test_transliteration_is_letter_by_letter_with_digraphs():

@@ -145,8 +145,10 @@ _LAT2CYR = {"lj": "љ", "nj": "њ", "dž": "џ", "a": "а", "b": "б", "c": "ц"
 # Never transliterated: `code`, {placeholders}, URLs, and words that are not Serbian: paths and
 # options (/dev/shm, --nv, sm_80), anything with a digit or a letter Serbian lacks (q w x y), and
 # names written with inner capitals (GPU, PyTorch) or capitalised inside a sentence (Docker).
-_KEEP = re.compile(r"`[^`\n]*`|\{[^{}\n]*\}|[a-z][a-z0-9+.-]*://\S+|(?P<paren>\([^()`\n]*\))"
-                   r"|[^\s`]*[/\\_=@$~<>|#+][^\s`]*|\w+(?:\.\w+)+|(?<![\w-])--?[A-Za-z][\w-]*|\"[^\"\n]*\"")
+# A quoted message is tried before a path-like token: '"Driver/library version mismatch"' would
+# otherwise lose its opening quote to the token, and the closing quote would pair with the next one.
+_KEEP = re.compile(r"`[^`\n]*`|\{[^{}\n]*\}|[a-z][a-z0-9+.-]*://\S+|(?P<paren>\([^()`\n]*\))|\"[^\"\n]*\""
+                   r"|[^\s`]*[/\\_=@$~<>|#+][^\s`]*|\w+(?:\.\w+)+|(?<![\w-])--?[A-Za-z][\w-]*")
 # commands and tools the translations name in prose without backticks
 _COMMANDS = frozenset("""srun sbatch salloc squeue sacct scontrol sinfo qsub qstat qdel tracejob bsub bjobs bhist
 pip conda mamba micromamba uv pixi python torchrun mpirun mpiexec apptainer singularity docker podman enroot
