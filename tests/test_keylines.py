@@ -209,6 +209,9 @@ def test_what_the_shell_or_system_refused_is_named(seed):
     ("2021-05-20 10:09:06.617783: E external/org_tensorflow/tensorflow/stream_executor/gpu/asm_compiler.cc:93] "
      "You are using ptxas 8.x", "error"),
     ("    ** On entry to GEMM_EX  parameter number 12 had an illegal value", "error"),
+    ("2024-05-23 15:20:04.554952: F external/xla/xla/shape_tree.cc:54] Check failed: result->children_start_id >= 0 (0 vs. -1)",
+     "abort"),
+    ("F1103 18:23:55.103160 3413767 pjrt_stream_executor_client.cc:2804] Check failed: 0 == 1", "abort"),
     ("/bin/sh: 1: torchrun: not found", "system"),
     ("standard_init_linux.go:178: exec user process caused \"exec format error\"", "system"),
     ("FATAL   [U=2094,P=121126]  PullOciImage()  Unable to pull docker://ubuntu:18.04", "error"),

@@ -28,7 +28,10 @@ PATTERNS: Tuple[Tuple[str, str], ...] = (
                   r"(?:Error|Exception|Interrupt|Exit|Failure|Fault)\b(?::|$|\r|\n)|"
                   # `raise Exception("...")` prints the bare class name
                   r"(?:^|[\s\]>|])Exception(?::|$|\r|\n)"),
-    ("abort", r"terminate called after throwing an instance of|terminate called without an active exception|what\(\): "),
+    ("abort", r"terminate called after throwing an instance of|terminate called without an active exception|what\(\): |"
+              # glog's FATAL line, after which the process aborts: XLA/TensorFlow's "2024-05-23
+              # 15:20:04.554952: F external/xla/xla/shape_tree.cc:54] Check failed: ..." or "F1103 ..."
+              r"(?:^|\d: )F(?:\d{4} \d\d:\d\d:\d\d\.\d+ +\d+ [\w/.-]{1,200}| [a-z_]+/[\w/.-]{1,200})\.cc:\d+\]"),
     ("crash", r"Segmentation fault|Bus error|core dumped|Fatal Python error|Aborted \(core dumped\)|"
               r"[Ss]ignal (?:11|6|7|9) ?\((?:SIGSEGV|SIGABRT|SIGBUS|SIGKILL)\)|received signal SIG[A-Z]+|"
               r"Illegal instruction|Floating point exception|"
