@@ -236,3 +236,20 @@ def test_endings_of_other_shapes_are_named(tail, kind):
 def test_notices_that_look_like_endings_are_not(notice):
     rng = random.Random(5)
     assert collect(noise(rng, 2_000) + [notice]) == ()
+
+
+@pytest.mark.parametrize("exception_line, name", [
+    ("triton.runtime.errors.OutOfResources: out of resource: shared memory, Required: 131072, Hardware limit: 101376.",
+     "triton.runtime.errors.OutOfResources"),
+    ("torch._dynamo.exc.Unsupported: call_function BuiltinVariable(setattr) [TensorVariable()] {}",
+     "torch._dynamo.exc.Unsupported"),
+])
+def test_exceptions_of_an_exceptions_module_close_a_traceback(exception_line, name):
+    """A class whose name does not end in Error/Exception still closes the traceback when its
+    module is one that holds exceptions (`errors`, `exc`, `exceptions`)."""
+    rng = random.Random(len(name))
+    lines = noise(rng, 3_000) + ["Traceback (most recent call last):",
+                                 f'  File "/home/{word(rng)}/train.py", line 7, in <module>', "    main()",
+                                 exception_line]
+    keys = collect(lines)
+    assert [(k.line, k.kind, k.exception, k.origin) for k in keys] == [(3_004, "exception", name, "your code")]

@@ -27,7 +27,10 @@ PATTERNS: Tuple[Tuple[str, str], ...] = (
     ("exception", r"(?:^|[\s:\]>|.])[A-Z][A-Za-z0-9_]{0,80}"
                   r"(?:Error|Exception|Interrupt|Exit|Failure|Fault)\b(?::|$|\r|\n)|"
                   # `raise Exception("...")` prints the bare class name
-                  r"(?:^|[\s\]>|])Exception(?::|$|\r|\n)"),
+                  r"(?:^|[\s\]>|])Exception(?::|$|\r|\n)|"
+                  # a class of a module that holds exceptions, whatever its name ends in:
+                  # "triton.runtime.errors.OutOfResources: ...", "torch._dynamo.exc.Unsupported: ..."
+                  r"\.(?:errors?|exc|exceptions?)\.[A-Z][A-Za-z0-9_]{1,80}(?::|$|\r|\n)"),
     ("abort", r"terminate called after throwing an instance of|terminate called without an active exception|what\(\): |"
               # glog's FATAL line, after which the process aborts: XLA/TensorFlow's "2024-05-23
               # 15:20:04.554952: F external/xla/xla/shape_tree.cc:54] Check failed: ..." or "F1103 ..."
@@ -86,7 +89,8 @@ HARMLESS = re.compile(
 _SITE_PACKAGES = re.compile(r"[/\\](?:site|dist)-packages[/\\]([A-Za-z0-9_]+)")
 _STDLIB = re.compile(r"[/\\]lib[/\\]python\d\.\d+[/\\]([A-Za-z0-9_]+)")
 _FRAME = re.compile(r'File "(?P<path>[^"]+)", line (?P<line>\d+)(?:, in (?P<func>\S+))?')
-_EXC = re.compile(r"(?P<type>(?:[A-Za-z_][A-Za-z0-9_]*\.)*"
+_EXC = re.compile(r"(?P<type>(?:[A-Za-z_][A-Za-z0-9_]*\.)+(?:errors?|exc|exceptions?)\.[A-Z][A-Za-z0-9_]*(?=:|\s*$)|"
+                  r"(?:[A-Za-z_][A-Za-z0-9_]*\.)*"
                   r"(?:[A-Z][A-Za-z0-9_]*(?:Error|Exception|Interrupt|Exit|Failure|Fault)|Exception))"
                   r"(?::\s?(?P<msg>.*)|\s*$)")
 _NEAR = 4   # an exception line this close after a frame closes that traceback
