@@ -212,6 +212,8 @@ def test_what_the_shell_or_system_refused_is_named(seed):
     ("2024-05-23 15:20:04.554952: F external/xla/xla/shape_tree.cc:54] Check failed: result->children_start_id >= 0 (0 vs. -1)",
      "abort"),
     ("F1103 18:23:55.103160 3413767 pjrt_stream_executor_client.cc:2804] Check failed: 0 == 1", "abort"),
+    ("CMake Error at CMakeLists.txt:3 (project):", "error"),
+    ("/usr/bin/ld: main.o: undefined reference to symbol 'cudaMalloc'", "error"),
     ("/bin/sh: 1: torchrun: not found", "system"),
     ("standard_init_linux.go:178: exec user process caused \"exec format error\"", "system"),
     ("FATAL   [U=2094,P=121126]  PullOciImage()  Unable to pull docker://ubuntu:18.04", "error"),

@@ -71,7 +71,10 @@ PATTERNS: Tuple[Tuple[str, str], ...] = (
               r"(?:Error|Exception) in (?:rule|thread) |Unable to run job: |"
               r"(?:^|\d: )E(?:\d{4} \d\d:\d\d:\d\d\.\d+ +\d+ | )?[a-z_]+/[\w/.-]{1,200}\.cc:\d+\]|"
               # BLAS/LAPACK's own complaint (xerbla): "** On entry to GEMM_EX  parameter number 12 had an illegal value"
-              r"parameter number \d+ had an illegal value"),
+              r"parameter number \d+ had an illegal value|"
+              # a build that stopped: CMake's "CMake Error at CMakeLists.txt:3 (project):", the linker's
+              # "undefined reference to `cudaMalloc'"
+              r"CMake Error(?: at | in |:)|undefined reference to "),
 )
 
 KEEP_PER_KIND = 12      # the last this many lines of each kind
