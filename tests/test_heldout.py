@@ -90,7 +90,8 @@ def test_later_batches_use_new_queries(manifest):
 # batch 6: a second small batch of 2026-11-28 (before/after figure of that day's second session)
 # batch 7: a fresh batch of 2026-11-28 (fourth session), queries worded by the domain project
 # batch 8: a fresh batch of 2026-11-28 (sixth session), domain projects not in batch 7 and cluster situations
-@pytest.mark.parametrize("batch, min_failures, min_clean", [(3, 60, 1), (4, 50, 10), (5, 20, 2), (6, 19, 2), (7, 30, 11), (8, 40, 8)])
+# batch 9: a fresh batch of 2026-11-28 (eighth session), 49 failures and 2 clean; room for 4 move-outs
+@pytest.mark.parametrize("batch, min_failures, min_clean", [(3, 60, 1), (4, 50, 10), (5, 20, 2), (6, 19, 2), (7, 30, 11), (8, 40, 8), (9, 45, 2)])
 def test_later_batches_are_measurable(cases, batch, min_failures, min_clean):
     """Enough failure logs and clean logs to give a figure, each labelled for what it is."""
     cases = [c for c in cases if c.get("batch", 1) == batch]
