@@ -334,3 +334,17 @@ def test_serbian_uses_the_serbian_guides_words():
     croatian = [(p.parent.parent.name, line.strip()[:80]) for p in bundled_dir().rglob("i18n/sr.yaml")
                 for line in p.read_text(encoding="utf-8").splitlines() if re.search(r"\bčvor", line, re.I)]
     assert not croatian, croatian[:5]
+
+
+@pytest.mark.parametrize("kept", ["uint8", "bf16", "c10d", "nvidia-nccl-cu12", "nvidia-peermem", "flash-attn",
+                                  "--hpx:localities", "transformers", "peft", "true", "ulimit", "gdb", "queue pair"])
+def test_transliteration_keeps_identifiers_with_digits_compounds_and_tool_names(kept):
+    # the translation helpers found these turned into Cyrillic (уинт8, нвидиа-peermem, фласх-attn, труе)
+    out = to_cyrillic(f"Proverite {kept} na nodu.")
+    assert out == f"Проверите {kept} на ноду.", out
+
+
+def test_transliteration_keeps_product_names_at_the_start_of_a_sentence():
+    assert to_cyrillic("Slurm šalje signal. Slurmu treba vreme. Lightning pokreće procese.") == \
+        "Slurm шаље сигнал. Slurmu треба време. Lightning покреће процесе."
+    assert to_cyrillic("crno-beli ekran") == "црно-бели екран"      # a Serbian compound is still transliterated

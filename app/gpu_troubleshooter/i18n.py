@@ -148,7 +148,7 @@ _LAT2CYR = {"lj": "љ", "nj": "њ", "dž": "џ", "a": "а", "b": "б", "c": "ц"
 # A quoted message is tried before a path-like token: '"Driver/library version mismatch"' would
 # otherwise lose its opening quote to the token, and the closing quote would pair with the next one.
 _KEEP = re.compile(r"`[^`\n]*`|\{[^{}\n]*\}|[a-z][a-z0-9+.-]*://\S+|(?P<paren>\([^()`\n]*\))|\"[^\"\n]*\""
-                   r"|[^\s`]*[/\\_=@$~<>|#+][^\s`]*|\w+(?:\.\w+)+|(?<![\w-])--?[A-Za-z][\w-]*")
+                   r"|[^\s`]*[/\\_=@$~<>|#+][^\s`]*|\w+(?:\.\w+)+|(?<![\w-])--?[A-Za-z][\w:-]*")
 # commands and tools the translations name in prose without backticks
 _COMMANDS = frozenset("""srun sbatch salloc squeue sacct scontrol sinfo qsub qstat qdel tracejob bsub bjobs bhist
 pip conda mamba micromamba uv pixi python torchrun mpirun mpiexec apptainer singularity docker podman enroot
@@ -156,7 +156,20 @@ module ml spack nvcc ldd gcc cmake git ssh scp rsync""".split())
 # a command's subcommand stays with it: module load, pip install, conda activate
 _SUBCOMMANDS = frozenset("load unload spider purge avail list install uninstall activate create run exec pull shell "
                          "compose build".split())
-_WORD = re.compile(r"[^\W\d_]+(?:[-'][^\W\d_]+)*|\S")
+# a word may hold digits (uint8, bf16, cu12, c10d): it is then not Serbian and stays as written
+_WORD = re.compile(r"[^\W_]+(?:[-'][^\W_]+)*|\S")
+# lower-case technical words the translations use in prose without backticks: package, tool and
+# value names (transformers, ulimit, true) and English jargon kept as is (queue pair, fault handler)
+_TECH_WORDS = frozenset("""true false none null transformers peft accelerate datasets tokenizers diffusers
+bitsandbytes deepspeed torch torchvision torchaudio numpy scipy pandas jax jaxlib triton vllm sglang nvidia
+hostname ulimit slurmd slurmctld munge gdb sudo make ldconfig dmesg lsof wget curl tar unzip flash attn
+pair completion fault handler peermem rendezvous""".split())
+# product names that keep their Latin letters also at the start of a sentence (Slurm, Lightning),
+# with a short case ending too (Slurmu, Lightningom)
+_NAMES = ("slurm", "lightning", "lustre", "trainer", "tesla", "ampere", "hopper", "blackwell", "volta", "turing",
+          "kepler", "pascal", "maxwell", "docker", "apptainer", "singularity", "nextflow", "snakemake", "python",
+          "triton", "dask", "jupyter", "conda", "linux", "ubuntu", "debian", "nvidia", "intel", "amd", "keras",
+          "lmod", "spack", "horovod", "megatron", "deepspeed", "rust", "hub", "open", "torque", "grid")
 _SERBIAN = re.compile(r"[a-zčćđšžA-ZČĆĐŠŽ]+")
 
 
@@ -186,8 +199,11 @@ _ENGLISH_WORDS = frozenset("the of an in is not for with and or at by from out w
 def _foreign(word: str, sentence_start: bool) -> bool:
     if not _SERBIAN.fullmatch(word) or any(c in word.lower() for c in "qwxy") or _ENGLISH.search(word):
         return True
-    if word.lower() in _COMMANDS:
+    low = word.lower()
+    if low in _COMMANDS or low in _TECH_WORDS:
         return True
+    if word[0].isupper() and any(low.startswith(n) and len(low) - len(n) <= 3 for n in _NAMES):
+        return True                      # Slurm, Lightningom: a name also at the start of a sentence
     if any(c.isupper() for c in word[1:]):
         return True                      # GPU, CUDA, PyTorch, NCCL
     return word[0].isupper() and not sentence_start   # Docker, Apptainer, Slurm inside a sentence
@@ -221,8 +237,9 @@ def _translit_prose(text: str, start: bool) -> str:
         word = m.group(0)
         if word[0].isalpha():
             parts = re.split(r"([-'])", word)
-            if after_command and word.lower() in _SUBCOMMANDS or len(parts) > 1 and _foreign(parts[0], start) and len(
-                    parts[-1]) > 3:
+            pieces = parts[::2]
+            if after_command and word.lower() in _SUBCOMMANDS or len(pieces) > 1 and len(pieces[-1]) > 3 and any(
+                    _foreign(p, start) for p in pieces):
                 out.append(word)         # `module load`; a foreign compound (scikit-image), not job-u
             elif len(parts) == 3 and parts[1] == "-" and len(parts[2]) <= 3:
                 # a foreign word with a Serbian case ending (image-i, Docker-a): the word stays, the ending is Cyrillic
