@@ -348,3 +348,10 @@ def test_transliteration_keeps_product_names_at_the_start_of_a_sentence():
     assert to_cyrillic("Slurm šalje signal. Slurmu treba vreme. Lightning pokreće procese.") == \
         "Slurm шаље сигнал. Slurmu треба време. Lightning покреће процесе."
     assert to_cyrillic("crno-beli ekran") == "црно-бели екран"      # a Serbian compound is still transliterated
+
+
+def test_transliteration_of_subcommands_dotfiles_and_serbian_prefixes():
+    assert to_cyrillic("pokrenite vllm serve i ray status") == "покрените vllm serve и ray status"
+    assert to_cyrillic("u .bashrc dodajte red") == "у .bashrc додајте ред"
+    # pre+hod and ko+ordinator are Serbian, not English th/oo
+    assert to_cyrillic("prethodni koordinator") == "претходни координатор"

@@ -148,14 +148,14 @@ _LAT2CYR = {"lj": "љ", "nj": "њ", "dž": "џ", "a": "а", "b": "б", "c": "ц"
 # A quoted message is tried before a path-like token: '"Driver/library version mismatch"' would
 # otherwise lose its opening quote to the token, and the closing quote would pair with the next one.
 _KEEP = re.compile(r"`[^`\n]*`|\{[^{}\n]*\}|[a-z][a-z0-9+.-]*://\S+|(?P<paren>\([^()`\n]*\))|\"[^\"\n]*\""
-                   r"|[^\s`]*[/\\_=@$~<>|#+][^\s`]*|\w+(?:\.\w+)+|(?<![\w-])--?[A-Za-z][\w:-]*")
+                   r"|[^\s`]*[/\\_=@$~<>|#+][^\s`]*|\w+(?:\.\w+)+|(?<![\w.])\.[A-Za-z]\w*(?:\.\w+)*|(?<![\w-])--?[A-Za-z][\w:-]*")
 # commands and tools the translations name in prose without backticks
 _COMMANDS = frozenset("""srun sbatch salloc squeue sacct scontrol sinfo qsub qstat qdel tracejob bsub bjobs bhist
 pip conda mamba micromamba uv pixi python torchrun mpirun mpiexec apptainer singularity docker podman enroot
-module ml spack nvcc ldd gcc cmake git ssh scp rsync""".split())
+module ml spack nvcc ldd gcc cmake git ssh scp rsync vllm ray""".split())
 # a command's subcommand stays with it: module load, pip install, conda activate
 _SUBCOMMANDS = frozenset("load unload spider purge avail list install uninstall activate create run exec pull shell "
-                         "compose build".split())
+                         "compose build serve start status stop".split())
 # a word may hold digits (uint8, bf16, cu12, c10d): it is then not Serbian and stays as written
 _WORD = re.compile(r"[^\W_]+(?:[-'][^\W_]+)*|\S")
 # lower-case technical words the translations use in prose without backticks: package, tool and
@@ -163,7 +163,7 @@ _WORD = re.compile(r"[^\W_]+(?:[-'][^\W_]+)*|\S")
 _TECH_WORDS = frozenset("""true false none null transformers peft accelerate datasets tokenizers diffusers
 bitsandbytes deepspeed torch torchvision torchaudio numpy scipy pandas jax jaxlib triton vllm sglang nvidia
 hostname ulimit slurmd slurmctld munge gdb sudo make ldconfig dmesg lsof wget curl tar unzip flash attn
-pair completion fault handler peermem rendezvous""".split())
+pair completion fault handler peermem rendezvous localhost engine placement head actor libnvinfer""".split())
 # product names that keep their Latin letters also at the start of a sentence (Slurm, Lightning),
 # with a short case ending too (Slurmu, Lightningom)
 _NAMES = ("slurm", "lightning", "lustre", "trainer", "tesla", "ampere", "hopper", "blackwell", "volta", "turing",
@@ -191,7 +191,8 @@ def _translit_word(word: str) -> str:
 
 # English spellings Serbian Latin does not use (batch, checkpoint, stack, pipeline, free) and
 # the English loanwords the seed guides keep in Latin script (job, jobovi).
-_ENGLISH = re.compile(r"ch|th|ck|ph|oo|ee|ss|ll|tt|pp|ff|rr|mm|cc|gg|bb|^job", re.I)
+# (Serbian pre+hod and ko+ordinator join th and oo across a prefix: prethodni, koordinator)
+_ENGLISH = re.compile(r"ch|(?<!\bpre)th|ck|ph|(?<!\bk)oo|ee|ss|ll|tt|pp|ff|rr|mm|cc|gg|bb|^job", re.I)
 # an aside in brackets with one of these is a quoted English message, kept as it is
 _ENGLISH_WORDS = frozenset("the of an in is not for with and or at by from out was are see".split())
 
