@@ -355,3 +355,12 @@ def test_transliteration_of_subcommands_dotfiles_and_serbian_prefixes():
     assert to_cyrillic("u .bashrc dodajte red") == "у .bashrc додајте ред"
     # pre+hod and ko+ordinator are Serbian, not English th/oo
     assert to_cyrillic("prethodni koordinator") == "претходни координатор"
+
+
+def test_transliteration_of_case_endings_quoted_words_and_the_last_sentence():
+    # a Serbian ending on a foreign word is Cyrillic (GPU-ovima was left in Latin 44 times)
+    assert to_cyrillic("na GPU-ovima i DMA-BUF") == "на GPU-овима и DMA-BUF"
+    assert to_cyrillic("metod 'fork' ili 'forkserver'") == "метод 'fork' или 'forkserver'"
+    # the sentence after a kept token ending in a full stop starts a sentence too
+    assert to_cyrillic("pozovite MPI_Init. Instalacija radi") == "позовите MPI_Init. Инсталација ради"
+    assert to_cyrillic("jax[cuda12] i mpi4py") == "jax[cuda12] и mpi4py"

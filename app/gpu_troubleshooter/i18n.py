@@ -148,7 +148,7 @@ _LAT2CYR = {"lj": "љ", "nj": "њ", "dž": "џ", "a": "а", "b": "б", "c": "ц"
 # A quoted message is tried before a path-like token: '"Driver/library version mismatch"' would
 # otherwise lose its opening quote to the token, and the closing quote would pair with the next one.
 _KEEP = re.compile(r"`[^`\n]*`|\{[^{}\n]*\}|[a-z][a-z0-9+.-]*://\S+|(?P<paren>\([^()`\n]*\))|\"[^\"\n]*\""
-                   r"|[^\s`]*[/\\_=@$~<>|#+][^\s`]*|\w+(?:\.\w+)+|(?<![\w.])\.[A-Za-z]\w*(?:\.\w+)*|(?<![\w-])--?[A-Za-z][\w:-]*")
+                   r"|(?<!\w)'[^'\s]{1,40}'(?!\w)|[^\s`]*[/\\_=@$~<>|#+][^\s`]*|\w+(?:\.\w+)+|(?<![\w.])\.[A-Za-z]\w*(?:\.\w+)*|(?<![\w-])--?[A-Za-z][\w:-]*")
 # commands and tools the translations name in prose without backticks
 _COMMANDS = frozenset("""srun sbatch salloc squeue sacct scontrol sinfo qsub qstat qdel tracejob bsub bjobs bhist
 pip conda mamba micromamba uv pixi python torchrun mpirun mpiexec apptainer singularity docker podman enroot
@@ -222,7 +222,7 @@ def to_cyrillic(text: str) -> str:
         out.append(kept)
         start = kept.endswith((".", "!", "?", ":"))
         pos = m.end()
-    out.append(_translit_prose(text[pos:], start if pos == 0 else False))
+    out.append(_translit_prose(text[pos:], start))
     return "".join(out)
 
 
@@ -239,10 +239,16 @@ def _translit_prose(text: str, start: bool) -> str:
         if word[0].isalpha():
             parts = re.split(r"([-'])", word)
             pieces = parts[::2]
-            if after_command and word.lower() in _SUBCOMMANDS or len(pieces) > 1 and len(pieces[-1]) > 3 and any(
-                    _foreign(p, start) for p in pieces):
-                out.append(word)         # `module load`; a foreign compound (scikit-image), not job-u
-            elif len(parts) == 3 and parts[1] == "-" and len(parts[2]) <= 3:
+            # a Serbian case ending after a hyphen: GPU-ovima, Docker-u (not BUF in DMA-BUF, not attn)
+            ending = len(pieces) > 1 and parts[-2] == "-" and pieces[-1].islower() and len(pieces[-1]) <= 5 \
+                and not _foreign(pieces[-1], False)
+            head = pieces[:-1] if ending else pieces
+            if after_command and word.lower() in _SUBCOMMANDS:
+                out.append(word)         # `module load`
+            elif len(pieces) > 1 and any(_foreign(p, start) for p in head):
+                # a foreign compound (nvidia-peermem, DMA-BUF) stays; a Serbian ending on it is Cyrillic
+                out.append("".join(parts[:-1]) + _translit_word(pieces[-1]) if ending else word)
+            elif len(parts) == 3 and parts[1] == "-" and len(parts[2]) <= 3 and parts[2].islower():
                 # a foreign word with a Serbian case ending (image-i, Docker-a): the word stays, the ending is Cyrillic
                 out.append(parts[0] + "-" + _translit_word(parts[2]))
             else:
