@@ -556,11 +556,13 @@ def _apply_facts(findings, kb, facts):
 
 
 def rank(findings):
-    """Best first: by confidence, then a root cause before what it leads to
-    (an OOM on one rank before the NCCL abort it causes), then earliest line;
+    """Best first: what ended the job before a warning (a warning does not end a job; one that
+    causes the failure says so with leads_to), then by confidence, then a root cause before what
+    it leads to (an OOM on one rank before the NCCL abort it causes), then earliest line;
     a finer finding right above the broader one it refines (findings.finer_first); a broader
     or consequent finding with no log line of its own is left out (findings.without_explained)."""
-    ordered = sorted(findings, key=lambda f: (-round(f.confidence, 2), f.first_line or 10**12, f.id))
+    ordered = sorted(findings, key=lambda f: (f.entry.severity == "warning", -round(f.confidence, 2),
+                                              f.first_line or 10**12, f.id))
     present = {f.id for f in ordered}
     moved = True
     guard = len(ordered) ** 2 + 1
