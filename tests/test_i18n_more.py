@@ -360,6 +360,8 @@ def test_transliteration_of_subcommands_dotfiles_and_serbian_prefixes():
 def test_transliteration_of_case_endings_quoted_words_and_the_last_sentence():
     # a Serbian ending on a foreign word is Cyrillic (GPU-ovima was left in Latin 44 times)
     assert to_cyrillic("na GPU-ovima i DMA-BUF") == "на GPU-овима и DMA-BUF"
+    # only a real case ending is one: the tail of a tool's name stays (not nvidia-сми)
+    assert to_cyrillic("pokreće nvidia-smi u Docker-u") == "покреће nvidia-smi у Docker-у"
     assert to_cyrillic("metod 'fork' ili 'forkserver'") == "метод 'fork' или 'forkserver'"
     # the sentence after a kept token ending in a full stop starts a sentence too
     assert to_cyrillic("pozovite MPI_Init. Instalacija radi") == "позовите MPI_Init. Инсталација ради"

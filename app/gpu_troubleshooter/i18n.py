@@ -163,13 +163,19 @@ _WORD = re.compile(r"[^\W_]+(?:[-'][^\W_]+)*|\S")
 _TECH_WORDS = frozenset("""true false none null transformers peft accelerate datasets tokenizers diffusers
 bitsandbytes deepspeed torch torchvision torchaudio numpy scipy pandas jax jaxlib triton vllm sglang nvidia
 hostname ulimit slurmd slurmctld munge gdb sudo make ldconfig dmesg lsof wget curl tar unzip flash attn
-pair completion fault handler peermem rendezvous localhost engine placement head actor libnvinfer""".split())
+pair completion fault handler peermem rendezvous localhost engine placement head actor libnvinfer
+gpu cuda cli dev devel smi rocm amd apt get forge core driver intra op id mpi dask""".split())
 # product names that keep their Latin letters also at the start of a sentence (Slurm, Lightning),
 # with a short case ending too (Slurmu, Lightningom)
 _NAMES = ("slurm", "lightning", "lustre", "trainer", "tesla", "ampere", "hopper", "blackwell", "volta", "turing",
           "kepler", "pascal", "maxwell", "docker", "apptainer", "singularity", "nextflow", "snakemake", "python",
           "triton", "dask", "jupyter", "conda", "linux", "ubuntu", "debian", "nvidia", "intel", "amd", "keras",
           "lmod", "spack", "horovod", "megatron", "deepspeed", "rust", "hub", "open", "torque", "grid")
+# the case endings Serbian puts after a hyphen on a foreign word (GPU-ovima, Docker-u, image-i);
+# any other lowercase tail is part of a name (nvidia-smi, flash-attn) and stays Latin
+_CASE_ENDINGS = frozenset("a e i o u om em ju ja je ima ama ovi ova ove ovu ovo ovima ovom ovih ovog ovoj evi eva eve"
+                          " evu evima evom ev ov jem jev jeva jevi jevo jevom jevim jevima in ina ine inu inom ovan ovani"
+                          " ovana ovano uje ovati ovim evim jeve jevu jevog".split())
 _SERBIAN = re.compile(r"[a-zčćđšžA-ZČĆĐŠŽ]+")
 
 
@@ -240,15 +246,14 @@ def _translit_prose(text: str, start: bool) -> str:
             parts = re.split(r"([-'])", word)
             pieces = parts[::2]
             # a Serbian case ending after a hyphen: GPU-ovima, Docker-u (not BUF in DMA-BUF, not attn)
-            ending = len(pieces) > 1 and parts[-2] == "-" and pieces[-1].islower() and len(pieces[-1]) <= 5 \
-                and not _foreign(pieces[-1], False)
+            ending = len(pieces) > 1 and parts[-2] == "-" and pieces[-1] in _CASE_ENDINGS
             head = pieces[:-1] if ending else pieces
             if after_command and word.lower() in _SUBCOMMANDS:
                 out.append(word)         # `module load`
             elif len(pieces) > 1 and any(_foreign(p, start) for p in head):
                 # a foreign compound (nvidia-peermem, DMA-BUF) stays; a Serbian ending on it is Cyrillic
                 out.append("".join(parts[:-1]) + _translit_word(pieces[-1]) if ending else word)
-            elif len(parts) == 3 and parts[1] == "-" and len(parts[2]) <= 3 and parts[2].islower():
+            elif len(parts) == 3 and parts[1] == "-" and parts[2] in _CASE_ENDINGS:
                 # a foreign word with a Serbian case ending (image-i, Docker-a): the word stays, the ending is Cyrillic
                 out.append(parts[0] + "-" + _translit_word(parts[2]))
             else:
