@@ -222,6 +222,15 @@ def test_what_the_shell_or_system_refused_is_named(seed):
     ("Abort(606197647): Fatal error in internal_Init: Other MPI error, error stack:", "error"),
     ("MissingOutputException in rule create_features in file Snakefile, line 12:", "error"),
     ("Unable to run job: denied: host \"node7\" is not submit host", "error"),
+    # GPU runtimes, NVML, Docker and Go CLIs, MATLAB, GROMACS, the JVM (as the knowledge base's examples print them)
+    ("CUDA error !!!!! <out of memory> !!!!! ", "error"),
+    ("cuInit failed: CUDA_ERROR_NO_DEVICE", "error"),
+    ("Failed to initialize NVML: Driver/library version mismatch", "error"),
+    ("docker: Error response from daemon: manifest for nvidia/cuda:11.0-base-ubuntu20.04 not found: manifest unknown", "error"),
+    ('Error for command "exec": unknown flag: --cpus', "error"),
+    ("Error using  * ", "error"),
+    ("Inconsistency in user input:", "error"),
+    ("Error occurred during initialization of VM", "error"),
 ])
 def test_endings_of_other_shapes_are_named(tail, kind):
     rng = random.Random(len(tail))

@@ -74,7 +74,17 @@ PATTERNS: Tuple[Tuple[str, str], ...] = (
               r"parameter number \d+ had an illegal value|"
               # a build that stopped: CMake's "CMake Error at CMakeLists.txt:3 (project):", the linker's
               # "undefined reference to `cudaMalloc'"
-              r"CMake Error(?: at | in |:)|undefined reference to "),
+              r"CMake Error(?: at | in |:)|undefined reference to |"
+              # GPU runtime errors printed without an exception around them ("CUDA error !!!!! <out of
+              # memory> !!!!!", "CUDA_ERROR_NO_DEVICE", "cudaErrorInvalidDevice"), NVML and nvidia-smi
+              r"CUDA error|CUDA_ERROR_[A-Z_]{3,40}|cudaError[A-Z][A-Za-z]{2,60}|Failed to initialize NVML|"
+              r"NVIDIA-SMI has failed|NVIDIA-SMI couldn't find|"
+              # Docker's and Go CLIs' refusals (docker, apptainer, enroot): "docker: Error response from
+              # daemon: ...", 'Error for command "exec": unknown flag: --cpus'
+              r"Error response from daemon|unknown (?:shorthand )?flag: |"
+              # MATLAB's and GROMACS's own error blocks, the JVM's start-up failure
+              r"^Error using |Out of memory on device|Inconsistency in user input|"
+              r"Error occurred during initialization of VM"),
 )
 
 KEEP_PER_KIND = 12      # the last this many lines of each kind
