@@ -355,6 +355,8 @@ def test_transliteration_of_subcommands_dotfiles_and_serbian_prefixes():
     assert to_cyrillic("u .bashrc dodajte red") == "у .bashrc додајте ред"
     # pre+hod and ko+ordinator are Serbian, not English th/oo
     assert to_cyrillic("prethodni koordinator") == "претходни координатор"
+    # dd is English (embedding, padding, ddp) except across pod+ (poddirektorijum)
+    assert to_cyrillic("embeddinga i padding u poddirektorijumu") == "embeddinga и padding у поддиректоријуму"
 
 
 def test_transliteration_of_case_endings_quoted_words_and_the_last_sentence():

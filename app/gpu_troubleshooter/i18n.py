@@ -197,8 +197,9 @@ def _translit_word(word: str) -> str:
 
 # English spellings Serbian Latin does not use (batch, checkpoint, stack, pipeline, free) and
 # the English loanwords the seed guides keep in Latin script (job, jobovi).
-# (Serbian pre+hod and ko+ordinator join th and oo across a prefix: prethodni, koordinator)
-_ENGLISH = re.compile(r"ch|(?<!\bpre)th|ck|ph|(?<!\bk)oo|ee|ss|ll|tt|pp|ff|rr|mm|cc|gg|bb|^job", re.I)
+# (Serbian pre+hod, ko+ordinator and pod+direktorijum join th, oo and dd across a prefix: prethodni,
+# koordinator, poddirektorijum)
+_ENGLISH = re.compile(r"ch|(?<!\bpre)th|ck|ph|(?<!\bk)oo|ee|ss|ll|tt|pp|ff|rr|mm|cc|gg|bb|(?<!\bpo)dd|^job", re.I)
 # an aside in brackets with one of these is a quoted English message, kept as it is
 _ENGLISH_WORDS = frozenset("the of an in is not for with and or at by from out was are see".split())
 
