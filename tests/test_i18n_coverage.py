@@ -1,5 +1,5 @@
 """How many entries are translated whole (title, summary, every cause and every fix) in
-Croatian, Serbian and Korean: issue 9 section 4 asked for at least the 40 most common; all 542
+Croatian, Serbian and Korean: issue 9 section 4 asked for at least the 40 most common; all 553
 are now (2026-11-29), and an English edit that leaves a translation stale must not silently
 drop the count below the floor."""
 import yaml
@@ -7,7 +7,7 @@ import yaml
 from gpu_troubleshooter.i18n import translate_entry
 from gpu_troubleshooter.knowledge import bundled_dir, entry_files
 
-WHOLE_AT_LEAST = 520  # below the count of the docstring: room for entries whose English is being edited
+WHOLE_AT_LEAST = 545   # of 553 whole (2026-11-29); room for a few English edits before their translation
 
 # The most common failures (helpdesk frequency, the seed guides' topics): each must stay
 # translated whole, so a stale field in one of them is noticed by name, not only by count.
