@@ -249,14 +249,15 @@ def _translit_prose(text: str, start: bool) -> str:
             # a Serbian case ending after a hyphen: GPU-ovima, Docker-u (not BUF in DMA-BUF, not attn)
             ending = len(pieces) > 1 and parts[-2] == "-" and pieces[-1] in _CASE_ENDINGS
             head = pieces[:-1] if ending else pieces
+            foreign_head = len(pieces) > 1 and any(_foreign(p, start) for p in head)
             if after_command and word.lower() in _SUBCOMMANDS:
                 out.append(word)         # `module load`
-            elif len(pieces) > 1 and any(_foreign(p, start) for p in head):
-                # a foreign compound (nvidia-peermem, DMA-BUF) stays; a Serbian ending on it is Cyrillic
-                out.append("".join(parts[:-1]) + _translit_word(pieces[-1]) if ending else word)
-            elif len(parts) == 3 and parts[1] == "-" and parts[2] in _CASE_ENDINGS:
-                # a foreign word with a Serbian case ending (image-i, Docker-a): the word stays, the ending is Cyrillic
-                out.append(parts[0] + "-" + _translit_word(parts[2]))
+            elif ending and (foreign_head or len(head) == 1):
+                # a foreign word or compound with a Serbian case ending (image-i, Docker-a, GPU-ovima):
+                # the word stays, the ending is Cyrillic
+                out.append("".join(parts[:-1]) + _translit_word(pieces[-1]))
+            elif foreign_head:
+                out.append(word)         # a foreign compound (nvidia-peermem, DMA-BUF, flash-attn) stays
             else:
                 out.append("".join(p if p in "-'" or _foreign(p, start) else _translit_word(p) for p in parts))
             after_command = word.lower() in _COMMANDS
