@@ -272,7 +272,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--kb", action="append", default=[], metavar="DIR", help="extra knowledge folder passed to troubleshoot")
     ap.add_argument("--json", action="store_true", help="print the summary (and per-case rows) as JSON")
     ap.add_argument("-v", action="store_true", help="one line per log")
-    ap.add_argument("--batch", default="all", choices=["1", "2", "3", "4", "5", "6", "7", "8", "9", "10", "11", "all"],
+    ap.add_argument("--batch", default="all", choices=["1", "2", "3", "4", "5", "6", "7", "8", "9", "10", "11", "12", "all"],
                     help="score one collection batch, or all (default: all, with a column per batch)")
     a = ap.parse_args(argv)
     s = score(Path(a.manifest).resolve(), troubleshoot_cmd(a.troubleshoot), a.kb, a.batch)
