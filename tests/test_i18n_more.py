@@ -368,3 +368,10 @@ def test_transliteration_of_case_endings_quoted_words_and_the_last_sentence():
     # the sentence after a kept token ending in a full stop starts a sentence too
     assert to_cyrillic("pozovite MPI_Init. Instalacija radi") == "позовите MPI_Init. Инсталација ради"
     assert to_cyrillic("jax[cuda12] i mpi4py") == "jax[cuda12] и mpi4py"
+
+
+def test_transliteration_keeps_vowelless_tool_names_but_not_serbian_words():
+    # lmgrd and cdlmd came out as лмгрд and цдлмд in the license entries; tmpfs, nvrtc and pdsh alike
+    assert to_cyrillic("lmgrd, cdlmd, tmpfs, nvrtc i pdsh na nodu") == "lmgrd, cdlmd, tmpfs, nvrtc и pdsh на ноду"
+    # Serbian's own vowel-less words: prepositions, abbreviations, a syllabic r
+    assert to_cyrillic("s GPU-om i k nodu, npr. tj. brz vrh") == "с GPU-ом и к ноду, нпр. тј. брз врх"

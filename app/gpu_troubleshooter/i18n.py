@@ -177,6 +177,11 @@ _CASE_ENDINGS = frozenset("a e i o u om em ju ja je ima ama ovi ova ove ovu ovo 
                           " evu evima evom ev ov jem jev jeva jevi jevo jevom jevim jevima in ina ine inu inom ovan ovani"
                           " ovana ovano uje ovati ovim evim jeve jevu jevog".split())
 _SERBIAN = re.compile(r"[a-zčćđšžA-ZČĆĐŠŽ]+")
+# A lowercase word without a vowel is a tool or library name (lmgrd, tmpfs, nvrtc, pdsh, fcntl),
+# unless it is one of Serbian's own: the prepositions s and k, abbreviations (npr., tj., tzv.)
+# and words whose vowel is a syllabic r (brz, vrh, krv)
+_VOWELLESS_SERBIAN = frozenset("s k npr tj tzv sl br st brz vrh krv prst crn trg srp smrt grm trn crv vrt čvrst "
+                               "krst trk mrk srž vrš".split())
 
 
 def _translit_word(word: str) -> str:
@@ -210,6 +215,8 @@ def _foreign(word: str, sentence_start: bool) -> bool:
     low = word.lower()
     if low in _COMMANDS or low in _TECH_WORDS:
         return True
+    if not any(c in "aeiou" for c in low) and low not in _VOWELLESS_SERBIAN:
+        return True                      # lmgrd, tmpfs, nvrtc: a name, not a Serbian word
     if word[0].isupper() and any(low.startswith(n) and len(low) - len(n) <= 3 for n in _NAMES):
         return True                      # Slurm, Lightningom: a name also at the start of a sentence
     if any(c.isupper() for c in word[1:]):
