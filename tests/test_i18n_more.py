@@ -375,3 +375,7 @@ def test_transliteration_keeps_vowelless_tool_names_but_not_serbian_words():
     assert to_cyrillic("lmgrd, cdlmd, tmpfs, nvrtc i pdsh na nodu") == "lmgrd, cdlmd, tmpfs, nvrtc и pdsh на ноду"
     # Serbian's own vowel-less words: prepositions, abbreviations, a syllabic r
     assert to_cyrillic("s GPU-om i k nodu, npr. tj. brz vrh") == "с GPU-ом и к ноду, нпр. тј. брз врх"
+    assert to_cyrillic("svaka n-torka") == "свака н-торка"      # a single letter is not a tool name
+    # a library's lib... name and the tool names the translations use in prose stay Latin
+    assert to_cyrillic("libcudart i cudnn u venv; mdrun i ncu") == "libcudart и cudnn у venv; mdrun и ncu"
+    assert to_cyrillic("biblioteka i liberalan") == "библиотека и либералан"   # a Serbian word is still one

@@ -164,7 +164,15 @@ _TECH_WORDS = frozenset("""true false none null transformers peft accelerate dat
 bitsandbytes deepspeed torch torchvision torchaudio numpy scipy pandas jax jaxlib triton vllm sglang nvidia
 hostname ulimit slurmd slurmctld munge gdb sudo make ldconfig dmesg lsof wget curl tar unzip flash attn
 pair completion fault handler peermem rendezvous localhost engine placement head actor libnvinfer
-gpu cuda cli dev devel smi rocm amd apt get forge core driver intra op id mpi dask""".split())
+gpu cuda cli dev devel smi rocm amd apt get forge core driver intra op id mpi dask
+cgroup cgroups cgroupfs venv virtualenv glibc submitit dorado guppy boltz protobuf protoc cudnn cublas cufft
+cusolver cusparse cutensornet matmul mdrun mdout nvprof ncu nsys ptrace safetensors ninja clang rocminfo clinfo
+modulefile tritonserver slurmstepd slurmdbd scancel ncpus ngpus ngpu mpiprocs nvgpus gres afterok openib nvlink
+nvfortran opencv opencl openmp openmpi openblas oneapi comgr amdgpu bash perl rclone gcsfuse fusermount runc
+containerd udev initramfs mokutil dlopen argparse autograd importlib distutils distlib sdist sentencepiece
+matplotlib tensorboard gradio numba decord spconv bioconda biocontainers anaconda rustup tzdata certifi orjson
+setlocale fabricmanager prted orted mkdir pids nodev nosuid pushenv asdf imgaug dlib albumentations reticulate
+distilabel cudarc flashinfer canu verl""".split())
 # product names that keep their Latin letters also at the start of a sentence (Slurm, Lightning),
 # with a short case ending too (Slurmu, Lightningom)
 _NAMES = ("slurm", "lightning", "lustre", "trainer", "tesla", "ampere", "hopper", "blackwell", "volta", "turing",
@@ -177,10 +185,10 @@ _CASE_ENDINGS = frozenset("a e i o u om em ju ja je ima ama ovi ova ove ovu ovo 
                           " evu evima evom ev ov jem jev jeva jevi jevo jevom jevim jevima in ina ine inu inom ovan ovani"
                           " ovana ovano uje ovati ovim evim jeve jevu jevog".split())
 _SERBIAN = re.compile(r"[a-zčćđšžA-ZČĆĐŠŽ]+")
-# A lowercase word without a vowel is a tool or library name (lmgrd, tmpfs, nvrtc, pdsh, fcntl),
-# unless it is one of Serbian's own: the prepositions s and k, abbreviations (npr., tj., tzv.)
-# and words whose vowel is a syllabic r (brz, vrh, krv)
-_VOWELLESS_SERBIAN = frozenset("s k npr tj tzv sl br st brz vrh krv prst crn trg srp smrt grm trn crv vrt čvrst "
+# A lowercase word of two or more letters without a vowel is a tool or library name (lmgrd,
+# tmpfs, nvrtc, pdsh, fcntl), unless it is one of Serbian's own: abbreviations (npr., tj., tzv.)
+# and words whose vowel is a syllabic r (brz, vrh, krv). Single letters (s, k, n-torka) are Serbian.
+_VOWELLESS_SERBIAN = frozenset("npr tj tzv sl br st brz vrh krv prst crn trg srp smrt grm trn crv vrt čvrst "
                                "krst trk mrk srž vrš".split())
 
 
@@ -215,8 +223,10 @@ def _foreign(word: str, sentence_start: bool) -> bool:
     low = word.lower()
     if low in _COMMANDS or low in _TECH_WORDS:
         return True
-    if not any(c in "aeiou" for c in low) and low not in _VOWELLESS_SERBIAN:
+    if len(low) > 1 and not any(c in "aeiou" for c in low) and low not in _VOWELLESS_SERBIAN:
         return True                      # lmgrd, tmpfs, nvrtc: a name, not a Serbian word
+    if low.startswith("lib") and len(low) > 4 and not low.startswith("liber"):
+        return True                      # libcuda, libcudart, libfabric: a library's name
     if word[0].isupper() and any(low.startswith(n) and len(low) - len(n) <= 3 for n in _NAMES):
         return True                      # Slurm, Lightningom: a name also at the start of a sentence
     if any(c.isupper() for c in word[1:]):
