@@ -185,6 +185,8 @@ def test_scorer_reads_the_manifest():
     assert mod.canonical("zzz", kb) is None
     assert mod.broader("a", kb) == {"a", "b"}
     assert mod.case_batch({"file": "x"}) == 1 and mod.case_batch({"batch": 2}) == 2
+    with pytest.raises(ValueError, match="no batch '99'"):
+        mod.score(MANIFEST, ["troubleshoot"], [], "99")   # refused before the tool is run
     rows = [
         {"kind": "failure", "outcome": "right", "in_kb": True, "basis": "thread"},
         {"kind": "failure", "outcome": "wrong", "in_kb": False, "basis": "log-message"},

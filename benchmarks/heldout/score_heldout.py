@@ -19,24 +19,8 @@ Usage (from the project root, with the tool installed in .venv or on PATH):
     python3 benchmarks/heldout/score_heldout.py            # table
     python3 benchmarks/heldout/score_heldout.py --json     # one JSON summary
     python3 benchmarks/heldout/score_heldout.py -v         # one line per log
-    python3 benchmarks/heldout/score_heldout.py --batch 2  # only the second batch (collected later,
-                                                           # after batch 1 had been seen by the team)
-    python3 benchmarks/heldout/score_heldout.py --batch 3  # only the third batch (collected after
-                                                           # batch 1 became the precision dev set)
-    python3 benchmarks/heldout/score_heldout.py --batch 4  # only the fourth batch (collected fresh
-                                                           # on 2026-11-27 for an unbiased figure)
-    python3 benchmarks/heldout/score_heldout.py --batch 5  # only the fifth batch (collected fresh
-                                                           # on 2026-11-28 for an unbiased figure)
-    python3 benchmarks/heldout/score_heldout.py --batch 6  # only the sixth batch (collected fresh
-                                                           # later on 2026-11-28, before/after figure)
-    python3 benchmarks/heldout/score_heldout.py --batch 7  # only the seventh batch (collected fresh
-                                                           # by domain-project queries, 2026-11-28)
-    python3 benchmarks/heldout/score_heldout.py --batch 8  # only the eighth batch (collected fresh
-                                                           # on 2026-11-28, sixth session)
-    python3 benchmarks/heldout/score_heldout.py --batch 10 # only the tenth batch (collected fresh
-                                                           # on 2026-11-29, ninth session)
-    python3 benchmarks/heldout/score_heldout.py --batch 11 # only the eleventh batch (collected fresh
-                                                           # on 2026-11-29, tenth session)
+    python3 benchmarks/heldout/score_heldout.py --batch 2  # one collection batch (the README's table of
+                                                           # batches says when and how each was collected)
     python3 benchmarks/heldout/score_heldout.py --kb ../other/knowledge
         (--kb is passed to troubleshoot: it adds or overrides entries, e.g.
         to measure a branch's new entries on top of the installed base)
@@ -179,8 +163,12 @@ def summarize(rows: list[dict]) -> dict:
 
 def score(manifest: Path, cmd: list[str], kb_dirs: list[str], batch: str = "all") -> dict:
     doc = load_manifest(manifest)
+    known = {str(case_batch(c)) for c in doc["cases"]}
+    if batch != "all" and batch not in known:
+        # the manifest, not a list kept here, says which batches exist
+        raise ValueError(f"no batch {batch!r} in {manifest} (batches: {', '.join(sorted(known, key=int))}, all)")
     kb = load_kb(cmd, kb_dirs)
-    cases = [c for c in doc["cases"] if batch == "all" or case_batch(c) == int(batch)]
+    cases = [c for c in doc["cases"] if batch == "all" or str(case_batch(c)) == batch]
     rows, errors = [], []
     for case in cases:
         log = manifest.parent / case["file"]
@@ -272,10 +260,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--kb", action="append", default=[], metavar="DIR", help="extra knowledge folder passed to troubleshoot")
     ap.add_argument("--json", action="store_true", help="print the summary (and per-case rows) as JSON")
     ap.add_argument("-v", action="store_true", help="one line per log")
-    ap.add_argument("--batch", default="all", choices=["1", "2", "3", "4", "5", "6", "7", "8", "9", "10", "11", "12", "all"],
-                    help="score one collection batch, or all (default: all, with a column per batch)")
+    ap.add_argument("--batch", default="all",
+                    help="score one collection batch of the manifest, or all (default: all, with a column per batch)")
     a = ap.parse_args(argv)
-    s = score(Path(a.manifest).resolve(), troubleshoot_cmd(a.troubleshoot), a.kb, a.batch)
+    try:
+        s = score(Path(a.manifest).resolve(), troubleshoot_cmd(a.troubleshoot), a.kb, a.batch)
+    except ValueError as e:
+        ap.error(str(e))
     if a.json:
         print(json.dumps(s, indent=1))
     else:
