@@ -163,10 +163,10 @@ _WORD = re.compile(r"[^\W_]+(?:[-'][^\W_]+)*|\S")
 _TECH_WORDS = frozenset("""true false none null transformers peft accelerate datasets tokenizers diffusers
 bitsandbytes deepspeed torch torchvision torchaudio numpy scipy pandas jax jaxlib triton vllm sglang nvidia
 hostname ulimit slurmd slurmctld munge gdb sudo make ldconfig dmesg lsof wget curl tar unzip flash attn
-pair completion fault handler peermem rendezvous localhost engine placement head actor libnvinfer
+pair completion fault handler peermem rendezvous localhost engine placement head actor
 gpu cuda cli dev devel smi rocm amd apt get forge core driver intra op id mpi dask
 cgroup cgroups cgroupfs venv virtualenv glibc submitit dorado guppy boltz protobuf protoc cudnn cublas cufft
-cusolver cusparse cutensornet matmul mdrun mdout nvprof ncu nsys ptrace safetensors ninja clang rocminfo clinfo
+cusolver cusparse cutensornet matmul mdrun mdout nvprof ncu ptrace safetensors ninja clang rocminfo clinfo
 modulefile tritonserver slurmstepd slurmdbd scancel ncpus ngpus ngpu mpiprocs nvgpus gres afterok openib nvlink
 nvfortran opencv opencl openmp openmpi openblas oneapi comgr amdgpu bash perl rclone gcsfuse fusermount runc
 containerd udev initramfs mokutil dlopen argparse autograd importlib distutils distlib sdist sentencepiece
