@@ -172,7 +172,8 @@ nvfortran opencv opencl openmp openmpi openblas oneapi comgr amdgpu bash perl rc
 containerd udev initramfs mokutil dlopen argparse autograd importlib distutils distlib sdist sentencepiece
 matplotlib tensorboard gradio numba decord spconv bioconda biocontainers anaconda rustup tzdata certifi orjson
 setlocale fabricmanager prted orted mkdir pids nodev nosuid pushenv asdf imgaug dlib albumentations reticulate
-distilabel cudarc flashinfer canu verl""".split())
+distilabel cudarc flashinfer canu verl
+runtime compute device devices home site value image pipeline setup config resources distributed""".split())
 # product names that keep their Latin letters also at the start of a sentence (Slurm, Lightning),
 # with a short case ending too (Slurmu, Lightningom)
 _NAMES = ("slurm", "lightning", "lustre", "trainer", "tesla", "ampere", "hopper", "blackwell", "volta", "turing",
@@ -214,7 +215,8 @@ def _translit_word(word: str) -> str:
 # koordinator, poddirektorijum)
 _ENGLISH = re.compile(r"ch|(?<!\bpre)th|ck|ph|(?<!\bk)oo|ee|ss|ll|tt|pp|ff|rr|mm|cc|gg|bb|(?<!\bpo)dd|^job", re.I)
 # an aside in brackets with one of these is a quoted English message, kept as it is
-_ENGLISH_WORDS = frozenset("the of an in is not for with and or at by from out was are see".split())
+_ENGLISH_WORDS = frozenset("the of an in is not for with and or at by from out was are see be cannot found failed "
+                           "available compatible exceeded running".split())
 
 
 def _foreign(word: str, sentence_start: bool) -> bool:
@@ -227,6 +229,8 @@ def _foreign(word: str, sentence_start: bool) -> bool:
         return True                      # lmgrd, tmpfs, nvrtc: a name, not a Serbian word
     if low.startswith("lib") and len(low) > 4 and not low.startswith("liber"):
         return True                      # libcuda, libcudart, libfabric: a library's name
+    if low.startswith("build"):
+        return True                      # build, buildovan, buildujte: no Serbian word starts so
     if word[0].isupper() and any(low.startswith(n) and len(low) - len(n) <= 3 for n in _NAMES):
         return True                      # Slurm, Lightningom: a name also at the start of a sentence
     if any(c.isupper() for c in word[1:]):
