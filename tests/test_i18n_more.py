@@ -379,3 +379,16 @@ def test_transliteration_keeps_vowelless_tool_names_but_not_serbian_words():
     # a library's lib... name and the tool names the translations use in prose stay Latin
     assert to_cyrillic("libcudart i cudnn u venv; mdrun i ncu") == "libcudart и cudnn у venv; mdrun и ncu"
     assert to_cyrillic("biblioteka i liberalan") == "библиотека и либералан"   # a Serbian word is still one
+
+
+def test_transliteration_keeps_english_spelled_words_and_quoted_messages():
+    # "GPU build" came out as "GPU буилд" 192 times, "compute capability" as "цомпуте capability"
+    assert to_cyrillic("GPU build napravljen sa CUDA runtime") == "GPU build направљен са CUDA runtime"
+    assert to_cyrillic("buildujte paket, buildovan je") == "buildujte пакет, buildovan је"
+    assert to_cyrillic("za compute capability 7.0") == "за compute capability 7.0"
+    # a bracketed English message is kept whole, also without "the", "of", "not"...
+    assert to_cyrillic("ne nalazi GPU (No compatible CUDA device)") == "не налази GPU (No compatible CUDA device)"
+    assert to_cyrillic("novi protobuf (Descriptors cannot be created directly)") == \
+        "нови protobuf (Descriptors cannot be created directly)"
+    # a Serbian aside in brackets is still transliterated
+    assert to_cyrillic("posao (na drugom nodu)") == "посао (на другом ноду)"
