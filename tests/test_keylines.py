@@ -231,6 +231,14 @@ def test_what_the_shell_or_system_refused_is_named(seed):
     ("Error using  * ", "error"),
     ("Inconsistency in user input:", "error"),
     ("Error occurred during initialization of VM", "error"),
+    # the network's refusals, a failed CHECK however prefixed, TensorRT's numbered errors, an
+    # application's own out-of-memory or failed start (as the knowledge base's examples print them)
+    ("bind [::1]:33111: Address already in use", "system"),
+    ("socket.gaierror: [Errno -3] Temporary failure in name resolution", "system"),
+    ("db.hpp:109] Check failed: mdb_status == 0 (13 vs. 0) Permission denied", "abort"),
+    ("[11/08/2024-08:46:50] [E] [TRT] 1: [stdArchiveReader.cpp::StdArchiveReader::40] Error Code 1: Serialization", "error"),
+    ("amrex::Abort::0::Arena out of memory!!!", "error"),
+    ('dlopen "libnvcuvid.so" failed! Failed to load libnvcuvid.so', "error"),
 ])
 def test_endings_of_other_shapes_are_named(tail, kind):
     rng = random.Random(len(tail))
@@ -243,6 +251,10 @@ def test_endings_of_other_shapes_are_named(tail, kind):
     "qsub: job 4242.pbs01 ready",
     "Killed 3 stale workers before the restart",   # not the shell's kill report: no pid before it
     "loaded 12 files: no such file was skipped",
+    # a warning-level glog line after TensorFlow's timestamp, NCCL's probing INFO lines
+    "2020-06-01 20:07:58.089327: W tensorflow/core/common_runtime/bfc_allocator.cc:239] Allocator (GPU_0_bfc) "
+    "ran out of memory trying to allocate 45.53MiB with freed_by_count=0. The caller indicates that this is not a failure",
+    "z292:58192:58200 [2] NCCL INFO Failed to open libibverbs.so[.1]",
 ])
 def test_notices_that_look_like_endings_are_not(notice):
     rng = random.Random(5)

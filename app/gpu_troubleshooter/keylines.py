@@ -34,6 +34,8 @@ PATTERNS: Tuple[Tuple[str, str], ...] = (
     ("abort", r"terminate called after throwing an instance of|terminate called without an active exception|what\(\): |"
               # glog's FATAL line, after which the process aborts: XLA/TensorFlow's "2024-05-23
               # 15:20:04.554952: F external/xla/xla/shape_tree.cc:54] Check failed: ..." or "F1103 ..."
+              # a glog/absl CHECK that failed, however the line is prefixed ("db.hpp:109] Check failed: ...")
+              r"\.(?:cc|cpp|h|hpp|cu):\d+\] Check failed: |"
               r"(?:^|\d: )F(?:\d{4} \d\d:\d\d:\d\d\.\d+ +\d+ [\w/.-]{1,200}| [a-z_]+/[\w/.-]{1,200})\.cc:\d+\]"),
     ("crash", r"Segmentation fault|Bus error|core dumped|Fatal Python error|Aborted \(core dumped\)|"
               r"[Ss]ignal (?:11|6|7|9) ?\((?:SIGSEGV|SIGABRT|SIGBUS|SIGKILL)\)|received signal SIG[A-Z]+|"
@@ -53,16 +55,23 @@ PATTERNS: Tuple[Tuple[str, str], ...] = (
     # What the shell or the C library says when the system refused: "python: can't open file
     # 'train.py': [Errno 2] No such file or directory", "slurm_script: line 9: python: command
     # not found", "cannot execute binary file: Exec format error", a full disk or quota.
-    ("system", r": (?:\[Errno \d+\] )?(?:No such file or directory|Permission denied|command not found|"
+    ("system", r": (?:\[Errno -?\d+\] )?(?:No such file or directory|Permission denied|command not found|"
                r"Exec format error|No space left on device|Disk quota exceeded|Cannot allocate memory|"
                r"Read-only file system|Input/output error|Stale file handle|Too many open files|"
-               r"Operation not permitted)|"
+               r"Operation not permitted|"
+               # the network's refusals, as strerror/gai_strerror word them: a port taken, a
+               # peer that is not listening, a host name that does not resolve on a compute node
+               r"Address already in use|Cannot assign requested address|Connection refused|"
+               r"Connection timed out|No route to host|Network is unreachable|"
+               r"Temporary failure in name resolution|Name or service not known)|"
                # dash's "/bin/sh: 1: torchrun: not found"; Go's (docker, runc) "exec format error"
                r"sh: \d+: [^\n]{1,200}: not found|exec format error"),
     ("error", r"(?:^|[\s\]>:|])(?:error|ERROR|Error|FATAL|Fatal|CRITICAL|fatal)(?::| -|\]| +:)|"
               # numbered runtime errors ("OMP: Error #15: ..."), the error-level lines of NCCL, MPICH,
               # TensorRT and glog/absl ("2021-05-20 10:09:06.617783: E external/...cc:93] ...")
-              r"\bError #\d+|NCCL WARN |MPICH ERROR|\[TRT\] \[E\]|"
+              r"\bError #\d+|NCCL WARN |MPICH ERROR|\[TRT\] \[E\]|\[E\] \[TRT\]|"
+              # TensorRT's and other C++ libraries' numbered errors: "Error Code 10: Internal Error", "Error[10]: ..."
+              r"\bError Code \d+: |\bError\[\d+\]: |"
               # an upper-case ERROR or FATAL word (UCX, vLLM, wandb, Apptainer's "FATAL   [U=..]"),
               # logrus' level=error, glog's "[F file.cc:338]", MPI's "Fatal error in", Lmod's Lua
               # errors ("/usr/bin/lua: .../Cache.lua:290: attempt to index a nil value"), Java's and
@@ -84,6 +93,12 @@ PATTERNS: Tuple[Tuple[str, str], ...] = (
               r"Error response from daemon|unknown (?:shorthand )?flag: |"
               # MATLAB's and GROMACS's own error blocks, the JVM's start-up failure
               r"^Error using |Out of memory on device|Inconsistency in user input|"
+              # an application's own words for running out of memory or failing to start something
+              # ("amrex::Abort::0::Arena out of memory!!!", "Failed to load libnvcuvid.so")
+              r"[Oo]ut of (?:[Gg][Pp][Uu] |[Dd]evice |host )?memory|OUT OF MEMORY|"
+              r"\b[Ff]ailed to (?:load|initiali[sz]e|create|connect|start|open|allocate)\b|"
+              r"\b[Uu]nable to (?:run|open|create|find|load|allocate|connect)\b|"
+              r"\b(?:Could not|Cannot|can't) (?:find|connect|load|open)\b|"
               r"Error occurred during initialization of VM"),
 )
 
@@ -94,7 +109,10 @@ MAX_TEXT = 300          # a key line is shown whole up to this; longer ones are 
 # Lines that look like errors but are not what ended a job.
 HARMLESS = re.compile(
     r"Warning\b|warnings\.warn|DeprecationWarning|FutureWarning|UserWarning|\[W [\w.]+:\d+\]|"
-    r"^[IW]\d{4} |^[IW] (?:tensorflow|external)/|\bit/s\]|\d+%\|[#█▏▎▍▌▋▊▉ ]*\||"
+    # glog/absl info and warning levels, bare or after TensorFlow's timestamp ("2020-06-01
+    # 20:07:58.089327: W tensorflow/core/common_runtime/bfc_allocator.cc:239] ... not a failure"),
+    # and NCCL's INFO lines (its probes say "Failed to open libibverbs.so" and go on)
+    r"^[IW]\d{4} |^[IW] (?:tensorflow|external)/|\d: [IW] [\w/.-]{1,200}\.(?:cc|h):\d+\]|NCCL INFO |\bit/s\]|\d+%\|[#█▏▎▍▌▋▊▉ ]*\||"
     r"(?:error|loss)[_ ]?(?:rate)?\s*[:=]\s*[\d.]+(?:e-?\d+)?\s*(?:[,|]|$)|"
     r"0 errors?\b|no errors?\b|errors?: 0\b|error_handler|on_error|ignore_errors",
     re.IGNORECASE,
