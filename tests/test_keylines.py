@@ -239,6 +239,17 @@ def test_what_the_shell_or_system_refused_is_named(seed):
     ("[11/08/2024-08:46:50] [E] [TRT] 1: [stdArchiveReader.cpp::StdArchiveReader::40] Error Code 1: Serialization", "error"),
     ("amrex::Abort::0::Arena out of memory!!!", "error"),
     ('dlopen "libnvcuvid.so" failed! Failed to load libnvcuvid.so', "error"),
+    ("../aten/src/ATen/native/cuda/Indexing.cu:1141: indexSelectLargeIndex: block: [615,0,0], thread: [121,0,0] "
+     "Assertion `srcIndex < srcSelectDimSize` failed.", "error"),
+    ("./CleanDoom.x86_64: /lib/x86_64-linux-gnu/libm.so.6: version `GLIBC_2.38' not found (required by ./CleanDoom.x86_64)",
+     "error"),
+    ("[LightGBM] [Fatal] GPU Tree Learner was not enabled in this build.", "error"),
+    ("critical libmamba Shell not initialized", "error"),
+    ("Error in setConst_hprime_xx: invalid device symbol", "error"),
+    ("hipLaunchKernel: Returned hipErrorInvalidDeviceFunction :", "error"),
+    ("[ 1234.5678] NVRM: Xid (PCI:0000:9b:00): 79, pid=4071838, GPU has fallen off the bus.", "error"),
+    ("Memory access fault by GPU node-5 (Agent handle: 0x460e3a50) on address 0x7ec4dfe0e000.", "crash"),
+    ("Process finished with exit code 137 (interrupted by signal 9:SIGKILL)", "crash"),
 ])
 def test_endings_of_other_shapes_are_named(tail, kind):
     rng = random.Random(len(tail))

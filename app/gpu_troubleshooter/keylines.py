@@ -42,7 +42,9 @@ PATTERNS: Tuple[Tuple[str, str], ...] = (
               r"Illegal instruction|Floating point exception|"
               # the shell's "line 12: 4711 Killed  python train.py" or a bare "Killed"; slurmctld's
               # "WTERMSIG 9"; "killed by signal 9", "exited on signal 9"
-              r"^\s*Killed\s*$|\d\s{1,8}Killed\s|WTERMSIG \d+|(?:[Kk]illed|terminated|exited) (?:by|on) signal \d+"),
+              r"^\s*Killed\s*$|\d\s{1,8}Killed\s|WTERMSIG \d+|(?:[Kk]illed|terminated|exited) (?:by|on) signal \d+|"
+              # an IDE's "exit code 137 (interrupted by signal 9:SIGKILL)"; ROCm's page fault
+              r"interrupted by signal \d+|Memory access fault by GPU"),
     ("launcher", r"ChildFailedError|Root Cause \(first observed failure\)|exitcode\s*: -?\d+|"
                  r"mpirun noticed that process|Primary job\s+terminated normally, but"),
     ("scheduler", r"(?:srun|sbatch|salloc): (?:error|fatal|unrecognized option|invalid option)|slurmstepd: error: |"
@@ -86,7 +88,13 @@ PATTERNS: Tuple[Tuple[str, str], ...] = (
               r"CMake Error(?: at | in |:)|undefined reference to |"
               # GPU runtime errors printed without an exception around them ("CUDA error !!!!! <out of
               # memory> !!!!!", "CUDA_ERROR_NO_DEVICE", "cudaErrorInvalidDevice"), NVML and nvidia-smi
-              r"CUDA error|CUDA_ERROR_[A-Z_]{3,40}|cudaError[A-Z][A-Za-z]{2,60}|Failed to initialize NVML|"
+              r"CUDA error|CUDA_ERROR_[A-Z_]{3,40}|cudaError[A-Z][A-Za-z]{2,60}|hipError[A-Z][A-Za-z]{2,60}|"
+              r"Failed to initialize NVML|NVRM: Xid|fallen off the bus|"
+              # a device-side assert ("Indexing.cu:1141: ...: Assertion `srcIndex < srcSelectDimSize` failed."),
+              # the dynamic loader's refusals, a bracketed level ("[LightGBM] [Fatal] ..."), mamba's
+              # "critical libmamba ...", R's and Fortran/C codes' "Error in <where>: ..."
+              r"Assertion `[^\n]{1,400}` failed|undefined symbol: |version `[A-Z]+_[\d.]+' not found|"
+              r"\[(?:Fatal|FATAL|Error|ERROR)\]|critical libmamba |(?:^|\s)Error in [^\n]{1,200}: |"
               r"NVIDIA-SMI has failed|NVIDIA-SMI couldn't find|"
               # Docker's and Go CLIs' refusals (docker, apptainer, enroot): "docker: Error response from
               # daemon: ...", 'Error for command "exec": unknown flag: --cpus'
