@@ -238,6 +238,7 @@ def test_what_the_shell_or_system_refused_is_named(seed):
     ("db.hpp:109] Check failed: mdb_status == 0 (13 vs. 0) Permission denied", "abort"),
     ("[11/08/2024-08:46:50] [E] [TRT] 1: [stdArchiveReader.cpp::StdArchiveReader::40] Error Code 1: Serialization", "error"),
     ("amrex::Abort::0::Arena out of memory!!!", "error"),
+    ("Out of memory on device. To view more detail about available memory on the GPU, use 'gpuDevice()'.", "error"),
     ('dlopen "libnvcuvid.so" failed! Failed to load libnvcuvid.so', "error"),
     ("../aten/src/ATen/native/cuda/Indexing.cu:1141: indexSelectLargeIndex: block: [615,0,0], thread: [121,0,0] "
      "Assertion `srcIndex < srcSelectDimSize` failed.", "error"),

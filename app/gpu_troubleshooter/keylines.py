@@ -34,9 +34,9 @@ PATTERNS: Tuple[Tuple[str, str], ...] = (
     ("abort", r"terminate called after throwing an instance of|terminate called without an active exception|what\(\): |"
               # glog's FATAL line, after which the process aborts: XLA/TensorFlow's "2024-05-23
               # 15:20:04.554952: F external/xla/xla/shape_tree.cc:54] Check failed: ..." or "F1103 ..."
+              r"(?:^|\d: )F(?:\d{4} \d\d:\d\d:\d\d\.\d+ +\d+ [\w/.-]{1,200}| [a-z_]+/[\w/.-]{1,200})\.cc:\d+\]|"
               # a glog/absl CHECK that failed, however the line is prefixed ("db.hpp:109] Check failed: ...")
-              r"\.(?:cc|cpp|h|hpp|cu):\d+\] Check failed: |"
-              r"(?:^|\d: )F(?:\d{4} \d\d:\d\d:\d\d\.\d+ +\d+ [\w/.-]{1,200}| [a-z_]+/[\w/.-]{1,200})\.cc:\d+\]"),
+              r"\.(?:cc|cpp|h|hpp|cu):\d+\] Check failed: "),
     ("crash", r"Segmentation fault|Bus error|core dumped|Fatal Python error|Aborted \(core dumped\)|"
               r"[Ss]ignal (?:11|6|7|9) ?\((?:SIGSEGV|SIGABRT|SIGBUS|SIGKILL)\)|received signal SIG[A-Z]+|"
               r"Illegal instruction|Floating point exception|"
@@ -100,9 +100,10 @@ PATTERNS: Tuple[Tuple[str, str], ...] = (
               # daemon: ...", 'Error for command "exec": unknown flag: --cpus'
               r"Error response from daemon|unknown (?:shorthand )?flag: |"
               # MATLAB's and GROMACS's own error blocks, the JVM's start-up failure
-              r"^Error using |Out of memory on device|Inconsistency in user input|"
+              r"^Error using |Inconsistency in user input|"
               # an application's own words for running out of memory or failing to start something
-              # ("amrex::Abort::0::Arena out of memory!!!", "Failed to load libnvcuvid.so")
+              # (MATLAB's "Out of memory on device", "amrex::Abort::0::Arena out of memory!!!",
+              # "Failed to load libnvcuvid.so")
               r"[Oo]ut of (?:[Gg][Pp][Uu] |[Dd]evice |host )?memory|OUT OF MEMORY|"
               r"\b[Ff]ailed to (?:load|initiali[sz]e|create|connect|start|open|allocate)\b|"
               r"\b[Uu]nable to (?:run|open|create|find|load|allocate|connect)\b|"
