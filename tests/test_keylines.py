@@ -251,6 +251,38 @@ def test_what_the_shell_or_system_refused_is_named(seed):
     ("[ 1234.5678] NVRM: Xid (PCI:0000:9b:00): 79, pid=4071838, GPU has fallen off the bus.", "error"),
     ("Memory access fault by GPU node-5 (Agent handle: 0x460e3a50) on address 0x7ec4dfe0e000.", "crash"),
     ("Process finished with exit code 137 (interrupted by signal 9:SIGKILL)", "crash"),
+    # more shapes the knowledge base's examples print (PyTorch's c10 error level, spdlog levels,
+    # a module's Error class, other shells' "not found", errno texts, GPU libraries' status codes,
+    # the kernel driver, Open MPI's help texts, installers that found no way)
+    ("[rank0]:[E321 02:07:08.408271257 ProcessGroupNCCL.cpp:607] [Rank 0] Watchdog caught collective operation timeout",
+     "error"),
+    ("[E ProcessGroupNCCL.cpp:457] [Rank 3] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=1132079)", "error"),
+    ("[2024-11-12 20:14:07.174] [error] Invalid CUDA device index '0' from device string \"cuda:0\"", "error"),
+    ("locale.Error: unsupported locale setting", "error"),
+    ("EnvironmentLocationNotFound: Not a conda environment: /anaconda/envs/ddm/envs/ddm", "error"),
+    ("/.singularity.d/actions/exec: 9: exec: --bind: not found", "system"),
+    ("ch-fromhost: 204: ch-fromhost: nvidia-container-cli: not found", "system"),
+    ("ls: cannot access '/mnt/remote/data/': Transport endpoint is not connected", "system"),
+    ("libgomp: Thread creation failed: Resource temporarily unavailable", "system"),
+    ("[de44f6097ee6:39278] Read -1, expected 5285, errno = 1", "system"),
+    ("Got permission denied while trying to connect to the Docker daemon socket at unix:///var/run/docker.sock", "system"),
+    ("Killed signal terminated program cc1plus", "crash"),
+    ("[19277.975559] amdgpu 0000:3d:00.0: amdgpu: [mmhub0] retry page fault (src_id:0 ring:0 vmid:3 pasid:32790)", "crash"),
+    ("Faiss assertion 'err == cudaSuccess' failed in faiss::gpu::StackDeviceMemory::Stack::Stack(int, size_t)", "error"),
+    ("Cuda driver error 100 in call at file '/src/lammps/lib/gpu/geryon/nvd_device.h' in line 323", "error"),
+    ("error    libmamba Could not solve for environment specs", "error"),
+    ("No OpenCL device found", "error"),
+    ("  × No solution found when resolving dependencies:", "error"),
+    ("py_paddle-0.8.0b0-cp27-cp27mu-linux_x86_64.whl is not a supported wheel on this platform.", "error"),
+    ("Disabling PyTorch because PyTorch >= 2.1 is required but found 2.0.1", "error"),
+    ("NVIDIA A40 with CUDA capability sm_86 is not compatible with the current PyTorch installation.", "error"),
+    ("CUBLAS failure 13: CUBLAS_STATUS_EXECUTION_FAILED ; GPU=1 ; hostname=node7", "error"),
+    ("call to cuStreamSynchronize returned error 700: Illegal address during kernel execution", "error"),
+    ("[   37.673624] NVRM: GPU 0000:01:00.0: RmInitAdapter failed! (0x24:0x72:1568)", "error"),
+    ("[g07r1n14:27251:0:27251] ib_mlx5_log.c:143  Transport retry count exceeded on mlx5_0:1/IB (synd 0x15)", "error"),
+    ("There are not enough slots available in the system to satisfy the 64 slots", "error"),
+    ("Unable to initialize backend 'cuda': module 'jaxlib.xla_extension' has no attribute 'GpuAllocatorConfig'", "error"),
+    ("Kill task failed root 2024-01-25T15:12:23 ip-10-0-1-23", "scheduler"),
 ])
 def test_endings_of_other_shapes_are_named(tail, kind):
     rng = random.Random(len(tail))
@@ -267,6 +299,9 @@ def test_endings_of_other_shapes_are_named(tail, kind):
     "2020-06-01 20:07:58.089327: W tensorflow/core/common_runtime/bfc_allocator.cc:239] Allocator (GPU_0_bfc) "
     "ran out of memory trying to allocate 45.53MiB with freed_by_count=0. The caller indicates that this is not a failure",
     "z292:58192:58200 [2] NCCL INFO Failed to open libibverbs.so[.1]",
+    # a status code that says all went well, a warning-level c10 line
+    "cublasLt status: CUBLAS_STATUS_SUCCESS",
+    "[W ProcessGroupNCCL.cpp:1856] Warning: 0NCCL_AVOID_RECORD_STREAMS=1 has no effect for point-to-point collectives.",
 ])
 def test_notices_that_look_like_endings_are_not(notice):
     rng = random.Random(5)

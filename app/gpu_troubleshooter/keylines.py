@@ -24,8 +24,10 @@ PATTERNS: Tuple[Tuple[str, str], ...] = (
     # "." counts as a boundary, so a dotted module path before the class name
     # needs no (?:segment\.){0,6} of its own: that spelling made Hyperscan's
     # compile of this set 12x slower, a cost of every cold start.
-    ("exception", r"(?:^|[\s:\]>|.])[A-Z][A-Za-z0-9_]{0,80}"
-                  r"(?:Error|Exception|Interrupt|Exit|Failure|Fault)\b(?::|$|\r|\n)|"
+    ("exception", r"(?:^|[\s:\]>|.`\"])[A-Z][A-Za-z0-9_]{0,80}"
+                  r"(?:Error|Exception|Interrupt|Exit|Failure|Fault|NotFound)\b(?::|$|\r|\n)|"
+                  # a module's own class named just Error: "locale.Error: unsupported locale setting"
+                  r"[a-z_][a-z0-9_]{0,40}\.Error(?::|$|\r|\n)|"
                   # `raise Exception("...")` prints the bare class name
                   r"(?:^|[\s\]>|])Exception(?::|$|\r|\n)|"
                   # a class of a module that holds exceptions, whatever its name ends in:
@@ -37,20 +39,22 @@ PATTERNS: Tuple[Tuple[str, str], ...] = (
               r"(?:^|\d: )F(?:\d{4} \d\d:\d\d:\d\d\.\d+ +\d+ [\w/.-]{1,200}| [a-z_]+/[\w/.-]{1,200})\.cc:\d+\]|"
               # a glog/absl CHECK that failed, however the line is prefixed ("db.hpp:109] Check failed: ...")
               r"\.(?:cc|cpp|h|hpp|cu):\d+\] Check failed: "),
-    ("crash", r"Segmentation fault|Bus error|core dumped|Fatal Python error|Aborted \(core dumped\)|"
+    ("crash", r"Segmentation fault|Bus error|core dumped|Killed signal terminated program|Fatal Python error|Aborted \(core dumped\)|"
               r"[Ss]ignal (?:11|6|7|9) ?\((?:SIGSEGV|SIGABRT|SIGBUS|SIGKILL)\)|received signal SIG[A-Z]+|"
               r"Illegal instruction|Floating point exception|"
               # the shell's "line 12: 4711 Killed  python train.py" or a bare "Killed"; slurmctld's
               # "WTERMSIG 9"; "killed by signal 9", "exited on signal 9"
               r"^\s*Killed\s*$|\d\s{1,8}Killed\s|WTERMSIG \d+|(?:[Kk]illed|terminated|exited) (?:by|on) signal \d+|"
               # an IDE's "exit code 137 (interrupted by signal 9:SIGKILL)"; ROCm's page fault
-              r"interrupted by signal \d+|Memory access fault by GPU"),
+              r"interrupted by signal \d+|Memory access fault by GPU|HW Exception by GPU node|"
+              # the amdgpu kernel driver's GPU page fault ("amdgpu: [gfxhub] page fault (src_id:0 ...")
+              r"amdgpu: [^\n]{0,40}page fault|VM_L2_PROTECTION_FAULT"),
     ("launcher", r"ChildFailedError|Root Cause \(first observed failure\)|exitcode\s*: -?\d+|"
                  r"mpirun noticed that process|Primary job\s+terminated normally, but"),
     ("scheduler", r"(?:srun|sbatch|salloc): (?:error|fatal|unrecognized option|invalid option)|slurmstepd: error: |"
                   r"=>> PBS: |TERM_[A-Z]+:|Exited with exit code \d+|"
                   # LSF's refusals end "Job not submitted."; an esub's, "Request aborted by esub"
-                  r"Job not submitted|Request aborted by esub|"
+                  r"Job not submitted|Request aborted by esub|Kill task failed|"
                   # PBS's refusals ("qsub: Unknown queue", "qsub: PBS server internal error MSG=..."),
                   # not its notices ("qsub: waiting for job 42.pbs to start")
                   r"qsub: [^\n]{0,200}(?:[Ee]rror|[Uu]nknown|[Ii]nvalid|[Ee]xceed|[Rr]eject|[Dd]enied|[Ii]llegal|not allowed|cannot)"),
@@ -65,9 +69,18 @@ PATTERNS: Tuple[Tuple[str, str], ...] = (
                # peer that is not listening, a host name that does not resolve on a compute node
                r"Address already in use|Cannot assign requested address|Connection refused|"
                r"Connection timed out|No route to host|Network is unreachable|"
-               r"Temporary failure in name resolution|Name or service not known)|"
+               r"Temporary failure in name resolution|Name or service not known|"
+               # a FUSE/NFS mount gone, a file system without locks, no threads left
+               r"Transport endpoint is not connected|No locks available|Function not implemented|"
+               r"Resource temporarily unavailable)|"
+               r"permission denied while trying to connect to the Docker daemon|"
+               # Open MPI's single-copy (CMA) read that the kernel refused: "Read -1, expected 5285, errno = 1"
+               r"Read -1, expected \d+, errno ?= ?\d+|"
                # dash's "/bin/sh: 1: torchrun: not found"; Go's (docker, runc) "exec format error"
-               r"sh: \d+: [^\n]{1,200}: not found|exec format error"),
+               r"sh: \d+: [^\n]{1,200}: not found|exec format error|"
+               # a command missing, as other shells and wrappers say it ("exec: --bind: not found",
+               # "ch-fromhost: nvidia-container-cli: not found")
+               r"[\w.-]{1,100}: not found(?:$|\r|\n)"),
     ("error", r"(?:^|[\s\]>:|])(?:error|ERROR|Error|FATAL|Fatal|CRITICAL|fatal)(?::| -|\]| +:)|"
               # numbered runtime errors ("OMP: Error #15: ..."), the error-level lines of NCCL, MPICH,
               # TensorRT and glog/absl ("2021-05-20 10:09:06.617783: E external/...cc:93] ...")
@@ -88,13 +101,13 @@ PATTERNS: Tuple[Tuple[str, str], ...] = (
               r"CMake Error(?: at | in |:)|undefined reference to |"
               # GPU runtime errors printed without an exception around them ("CUDA error !!!!! <out of
               # memory> !!!!!", "CUDA_ERROR_NO_DEVICE", "cudaErrorInvalidDevice"), NVML and nvidia-smi
-              r"CUDA error|CUDA_ERROR_[A-Z_]{3,40}|cudaError[A-Z][A-Za-z]{2,60}|hipError[A-Z][A-Za-z]{2,60}|"
+              r"[Cc](?:UDA|uda) (?:driver |runtime )?error|CUDA_ERROR_[A-Z_]{3,40}|cudaError[A-Z][A-Za-z]{2,60}|hipError[A-Z][A-Za-z]{2,60}|"
               r"Failed to initialize NVML|NVRM: Xid|fallen off the bus|"
               # a device-side assert ("Indexing.cu:1141: ...: Assertion `srcIndex < srcSelectDimSize` failed."),
               # the dynamic loader's refusals, a bracketed level ("[LightGBM] [Fatal] ..."), mamba's
               # "critical libmamba ...", R's and Fortran/C codes' "Error in <where>: ..."
-              r"Assertion `[^\n]{1,400}` failed|undefined symbol: |version `[A-Z]+_[\d.]+' not found|"
-              r"\[(?:Fatal|FATAL|Error|ERROR)\]|critical libmamba |(?:^|\s)Error in [^\n]{1,200}: |"
+              r"[Aa]ssertion [`'][^\n]{1,400}[`'] failed|undefined symbol: |version `[A-Z]+_[\d.]+' not found|"
+              r"\[(?:Fatal|FATAL|Error|ERROR|error|critical|CRITICAL)\]|(?:critical|error) +libmamba |(?:^|\s)Error in [^\n]{1,200}: |"
               r"NVIDIA-SMI has failed|NVIDIA-SMI couldn't find|"
               # Docker's and Go CLIs' refusals (docker, apptainer, enroot): "docker: Error response from
               # daemon: ...", 'Error for command "exec": unknown flag: --cpus'
@@ -106,9 +119,29 @@ PATTERNS: Tuple[Tuple[str, str], ...] = (
               # "Failed to load libnvcuvid.so")
               r"[Oo]ut of (?:[Gg][Pp][Uu] |[Dd]evice |host )?memory|OUT OF MEMORY|"
               r"\b[Ff]ailed to (?:load|initiali[sz]e|create|connect|start|open|allocate)\b|"
-              r"\b[Uu]nable to (?:run|open|create|find|load|allocate|connect)\b|"
+              r"\b[Uu]nable to (?:run|open|create|find|load|allocate|connect|initiali[sz]e)\b|"
               r"\b(?:Could not|Cannot|can't) (?:find|connect|load|open)\b|"
-              r"Error occurred during initialization of VM"),
+              r"Error occurred during initialization of VM|"
+              # PyTorch's c10 error level, bare or with its timestamp: "[E ProcessGroupNCCL.cpp:457]",
+              # "[rank0]:[E321 02:07:08.408271257 ProcessGroupNCCL.cpp:607] ... Watchdog caught ..."
+              r"\[E(?:\d{3,4} \d\d:\d\d:\d\d\.\d+(?: +\d+)?)? [\w.-]{1,200}\.(?:cpp|cc|cu|h|hpp):\d+\]|"
+              # a GPU job that found no GPU ("No OpenCL device found", "no CUDA devices available");
+              # installers that found no way ("No solution found when resolving dependencies",
+              # "... is not a supported wheel on this platform")
+              r"\b[Nn]o (?:CUDA[- ]capable |CUDA |OpenCL |HIP |ROCm |compatible |supported )?"
+              r"(?:GPUs?|devices?|GPU devices?) (?:is |are |were |was )?(?:found|available|detected)\b|"
+              r"No solution found when resolving dependencies|is not a supported wheel on this platform|"
+              r"is required[^\n]{0,60} but found |is not compatible with the current PyTorch installation|"
+              # a GPU library's status or error code ("CUBLAS_STATUS_EXECUTION_FAILED", "CUPTI_ERROR_NOT_INITIALIZED",
+              # "CUDNN failure 9: ..."), a driver call's error number ("returned error 700"), the kernel
+              # driver's refusals ("NVRM: API mismatch", "NVRM: GPU 0000:01:00.0: RmInitAdapter failed!")
+              r"\b[A-Z]{4,12}_(?:STATUS|ERROR)_[A-Z_]{4,40}|\b[A-Z]{4,10} failure \d+: |"
+              r"\b(?:returned|failed with) error (?:\d+|[A-Z_]{4,40})\b|NVRM: API mismatch|RmInitAdapter failed|"
+              # InfiniBand giving up on a peer; Open MPI's help texts for a launch that cannot work
+              r"Transport retry count exceeded|There are not enough slots available in the system|"
+              r"has detected an attempt to run as root|ORTE (?:was unable to|has lost communication)|"
+              r"An ORTE daemon has unexpectedly failed|appears to have been direct launched using|"
+              r"are unable to reach each other|No components were able to be opened"),
 )
 
 KEEP_PER_KIND = 12      # the last this many lines of each kind
@@ -123,15 +156,16 @@ HARMLESS = re.compile(
     # and NCCL's INFO lines (its probes say "Failed to open libibverbs.so" and go on)
     r"^[IW]\d{4} |^[IW] (?:tensorflow|external)/|\d: [IW] [\w/.-]{1,200}\.(?:cc|h):\d+\]|NCCL INFO |\bit/s\]|\d+%\|[#█▏▎▍▌▋▊▉ ]*\||"
     r"(?:error|loss)[_ ]?(?:rate)?\s*[:=]\s*[\d.]+(?:e-?\d+)?\s*(?:[,|]|$)|"
-    r"0 errors?\b|no errors?\b|errors?: 0\b|error_handler|on_error|ignore_errors",
+    r"0 errors?\b|no errors?\b|errors?: 0\b|error_handler|on_error|ignore_errors|_STATUS_SUCCESS\b",
     re.IGNORECASE,
 )
 _SITE_PACKAGES = re.compile(r"[/\\](?:site|dist)-packages[/\\]([A-Za-z0-9_]+)")
 _STDLIB = re.compile(r"[/\\]lib[/\\]python\d\.\d+[/\\]([A-Za-z0-9_]+)")
 _FRAME = re.compile(r'File "(?P<path>[^"]+)", line (?P<line>\d+)(?:, in (?P<func>\S+))?')
 _EXC = re.compile(r"(?P<type>(?:[A-Za-z_][A-Za-z0-9_]*\.)+(?:errors?|exc|exceptions?)\.[A-Z][A-Za-z0-9_]*(?=:|\s*$)|"
+                  r"[a-z_][a-z0-9_]*\.Error(?=:|\s*$)|"
                   r"(?:[A-Za-z_][A-Za-z0-9_]*\.)*"
-                  r"(?:[A-Z][A-Za-z0-9_]*(?:Error|Exception|Interrupt|Exit|Failure|Fault)|Exception))"
+                  r"(?:[A-Z][A-Za-z0-9_]*(?:Error|Exception|Interrupt|Exit|Failure|Fault|NotFound)|Exception))"
                   r"(?::\s?(?P<msg>.*)|\s*$)")
 _NEAR = 4   # an exception line this close after a frame closes that traceback
 
