@@ -283,6 +283,7 @@ def test_what_the_shell_or_system_refused_is_named(seed):
     ("There are not enough slots available in the system to satisfy the 64 slots", "error"),
     ("Unable to initialize backend 'cuda': module 'jaxlib.xla_extension' has no attribute 'GpuAllocatorConfig'", "error"),
     ("Kill task failed root 2024-01-25T15:12:23 ip-10-0-1-23", "scheduler"),
+    ("Job for nvidia-fabricmanager.service failed because the control process exited with error code.", "system"),
 ])
 def test_endings_of_other_shapes_are_named(tail, kind):
     rng = random.Random(len(tail))

@@ -76,6 +76,8 @@ PATTERNS: Tuple[Tuple[str, str], ...] = (
                r"permission denied while trying to connect to the Docker daemon|"
                # Open MPI's single-copy (CMA) read that the kernel refused: "Read -1, expected 5285, errno = 1"
                r"Read -1, expected \d+, errno ?= ?\d+|"
+               # systemd's refusal to start a unit ("Job for nvidia-fabricmanager.service failed because ...")
+               r"Job for [\w@.-]{1,100}\.service failed|"
                # dash's "/bin/sh: 1: torchrun: not found"; Go's (docker, runc) "exec format error"
                r"sh: \d+: [^\n]{1,200}: not found|exec format error|"
                # a command missing, as other shells and wrappers say it ("exec: --bind: not found",
