@@ -324,3 +324,59 @@ def test_exceptions_of_an_exceptions_module_close_a_traceback(exception_line, na
                                  exception_line]
     keys = collect(lines)
     assert [(k.line, k.kind, k.exception, k.origin) for k in keys] == [(3_004, "exception", name, "your code")]
+
+
+def test_a_logger_prefixed_traceback_names_its_exception_not_its_source_lines():
+    """vLLM prefixes every traceback line with ERROR: the frame's source line and ^^^^ marks are not key lines."""
+    rng = random.Random(11)
+    prefix = "ERROR 06-30 13:53:19 [core.py:515]"
+    lines = noise(rng, 2_000) + [
+        f"{prefix} EngineCore failed to start.",
+        f"{prefix} Traceback (most recent call last):",
+        f'{prefix}   File "/opt/venv/lib/python3.12/site-packages/vllm/v1/engine/core.py", line 506, in run_engine_core',
+        f"{prefix}     engine_core = EngineCoreProc(*args, **kwargs)",
+        f"{prefix}                   ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^",
+        f"{prefix} ValueError: Free memory on device (31.44/47.38 GiB) on startup is less than desired GPU memory utilization",
+    ]
+    keys = collect(lines)
+    assert keys[0].line == 2_006 and keys[0].exception == "ValueError", keys
+    assert {k.line for k in keys} <= {2_001, 2_006}, keys
+
+
+def test_the_schedulers_reason_comes_before_its_echo_of_how_tasks_ended():
+    rng = random.Random(12)
+    lines = noise(rng, 2_000) + [
+        "srun: error: CPU binding outside of job step allocation, allocated CPUs are: 0x00000000FFFF",
+        "srun: error: Task launch for StepId=2960193.8 failed on node tc-dgx006: Unable to satisfy cpu bind request",
+        "slurmstepd: error: *** STEP 2960193.8 ON tc-dgx006 CANCELLED AT 2025-03-05T11:08:03 ***",
+        "srun: error: tc-dgx006: task 0: Killed",
+        "srun: error: tc-dgx007: task 1: Exited with exit code 1",
+    ]
+    keys = collect(lines)
+    assert [k.line for k in keys if k.kind == "scheduler"] == [2_001, 2_002], keys
+    # with no reason of its own, the echo is still shown
+    keys = collect(noise(rng, 2_000) + ["srun: error: tc-dgx007: task 1: Exited with exit code 1"])
+    assert [k.line for k in keys] == [2_001], keys
+
+
+@pytest.mark.parametrize("block, cause", [
+    # pip's wrap-up after the build's own error
+    (["      error: can't find Rust compiler", "      [end of output]",
+      "  note: This error originates from a subprocess, and is likely not a problem with pip.",
+      "error: metadata-generation-failed", "ERROR: Could not build wheels for tokenizers"], 1),
+    # a Lua stack traceback under Lmod's error
+    (["/usr/bin/lua: /usr/share/lmod/libexec/LocationT.lua:101: bad argument #1 to 'pairs' (table expected, got nil)",
+      "stack traceback:", "\t[C]: in function 'pairs'",
+      "\t/usr/share/lmod/libexec/MasterControl.lua:769: in function 'load_usr'",
+      "\t/usr/share/lmod/libexec/cmdfuncs.lua:423: in function 'cmd'"], 1),
+    # HDF5's error stack: the innermost frame is printed last, its category lines say nothing more
+    (["HDF5-DIAG: Error detected in HDF5 (1.12.1) thread 0:",
+      "  #000: ../../src/H5F.c line 604 in H5Fopen(): unable to open file", "    major: File accessibility",
+      "    minor: Unable to open file",
+      "  #001: ../../src/H5Fsuper.c line 277 in H5F_super_read(): file signature not found",
+      "    major: File accessibility", "    minor: Not an HDF5 file"], 5),
+])
+def test_wrap_up_lines_do_not_hide_the_cause(block, cause):
+    rng = random.Random(len(block))
+    keys = collect(noise(rng, 1_000) + block)
+    assert 1_000 + cause in [k.line for k in keys], keys

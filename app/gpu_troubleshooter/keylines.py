@@ -143,7 +143,10 @@ PATTERNS: Tuple[Tuple[str, str], ...] = (
               r"Transport retry count exceeded|There are not enough slots available in the system|"
               r"has detected an attempt to run as root|ORTE (?:was unable to|has lost communication)|"
               r"An ORTE daemon has unexpectedly failed|appears to have been direct launched using|"
-              r"are unable to reach each other|No components were able to be opened"),
+              r"are unable to reach each other|No components were able to be opened|"
+              # a frame of HDF5's error stack ("#002: ../src/H5Fsuper.c line 277 in H5F_super_read(): file
+              # signature not found"): the last one printed is the innermost cause
+              r"#\d{3}: [^\n]{1,300} line \d+ in \w{1,100}\(\): "),
 )
 
 KEEP_PER_KIND = 12      # the last this many lines of each kind
@@ -158,9 +161,22 @@ HARMLESS = re.compile(
     # and NCCL's INFO lines (its probes say "Failed to open libibverbs.so" and go on)
     r"^[IW]\d{4} |^[IW] (?:tensorflow|external)/|\d: [IW] [\w/.-]{1,200}\.(?:cc|h):\d+\]|NCCL INFO |\bit/s\]|\d+%\|[#█▏▎▍▌▋▊▉ ]*\||"
     r"(?:error|loss)[_ ]?(?:rate)?\s*[:=]\s*[\d.]+(?:e-?\d+)?\s*(?:[,|]|$)|"
-    r"0 errors?\b|no errors?\b|errors?: 0\b|error_handler|on_error|ignore_errors|_STATUS_SUCCESS\b",
+    r"0 errors?\b|no errors?\b|errors?: 0\b|error_handler|on_error|ignore_errors|_STATUS_SUCCESS\b|"
+    # a Lua stack traceback's frames ("MasterControl.lua:769: in function 'load_usr'") and the HDF5
+    # error stack's category lines ("minor: Unable to open file") under the real message
+    r"\.lua:\d+: in (?:function|main chunk|upvalue|local|method|field)\b|^\s*(?:major|minor): ",
     re.IGNORECASE,
 )
+# A line that only echoes that something earlier failed: the scheduler's note of how a task ended
+# ("srun: error: node1: task 0: Exited with exit code 1", "*** STEP 42.0 ON node1 CANCELLED AT
+# 2025-03-05T11:08:03 ***"), pip's wrap-up ("error: subprocess-exited-with-error"). Shown only
+# when its kind has no line that says why.
+_ECHO = re.compile(r"task \d+: (?:Exited with exit code|Killed|Aborted|Terminated)|CANCELLED AT \S+ \*\*\*\s*$|"
+                   r"Job step aborted|^\s*Exited with exit code|"
+                   r"subprocess-exited-with-error|metadata-generation-failed|Could not build wheels for")
+# A frame's source line or its ^^^^ marks, when a logger prefixes every traceback line with ERROR
+# ("ERROR 06-30 13:53:19 [core.py:515]     engine_core = EngineCoreProc(...)")
+_FRAME_BODY = re.compile(r"(?:^|\])\s{4,}\S|[\^~]{3,}\s*$")
 _SITE_PACKAGES = re.compile(r"[/\\](?:site|dist)-packages[/\\]([A-Za-z0-9_]+)")
 _STDLIB = re.compile(r"[/\\]lib[/\\]python\d\.\d+[/\\]([A-Za-z0-9_]+)")
 _FRAME = re.compile(r'File "(?P<path>[^"]+)", line (?P<line>\d+)(?:, in (?P<func>\S+))?')
@@ -259,6 +275,9 @@ class KeyLineCollector:
             return
         if kind == "error" and HARMLESS.search(text):
             return
+        if (kind == "error" and self._in_traceback and 0 < line_no - self._last_frame_line <= 2
+                and _FRAME_BODY.search(text)):
+            return
         origin = {"scheduler": "the scheduler", "crash": "the system", "launcher": "the launcher",
                   "abort": "a library", "system": "the system"}.get(kind, "unknown")
         self._kept[kind].append(KeyLine(line_no, _cut(text), kind, origin))
@@ -294,6 +313,13 @@ class KeyLineCollector:
             if not kept:
                 continue
             take = 1 if kind in ("exception", "launcher") else 2
+            if kind in ("scheduler", "error"):
+                reasons = [k for k in kept if not _ECHO.search(k.text)]
+                echoes = [k for k in kept if _ECHO.search(k.text)]
+                chosen = reasons[-take:]
+                chosen += echoes[len(echoes) - (take - len(chosen)):] if len(chosen) < take else []
+                picked.extend(sorted(chosen, key=lambda k: k.line))
+                continue
             picked.extend(list(kept)[-take:])
         seen, out = set(), []
         for key in picked:
