@@ -284,6 +284,8 @@ def test_what_the_shell_or_system_refused_is_named(seed):
     ("Unable to initialize backend 'cuda': module 'jaxlib.xla_extension' has no attribute 'GpuAllocatorConfig'", "error"),
     ("Kill task failed root 2024-01-25T15:12:23 ip-10-0-1-23", "scheduler"),
     ("Job for nvidia-fabricmanager.service failed because the control process exited with error code.", "system"),
+    ("Unable to determine the device handle for GPU 0000:03:00.0: GPU is lost.  Reboot the system to recover this GPU",
+     "error"),
 ])
 def test_endings_of_other_shapes_are_named(tail, kind):
     rng = random.Random(len(tail))

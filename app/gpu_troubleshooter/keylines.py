@@ -104,7 +104,7 @@ PATTERNS: Tuple[Tuple[str, str], ...] = (
               # GPU runtime errors printed without an exception around them ("CUDA error !!!!! <out of
               # memory> !!!!!", "CUDA_ERROR_NO_DEVICE", "cudaErrorInvalidDevice"), NVML and nvidia-smi
               r"[Cc](?:UDA|uda) (?:driver |runtime )?error|CUDA_ERROR_[A-Z_]{3,40}|cudaError[A-Z][A-Za-z]{2,60}|hipError[A-Z][A-Za-z]{2,60}|"
-              r"Failed to initialize NVML|NVRM: Xid|fallen off the bus|"
+              r"Failed to initialize NVML|NVRM: Xid|fallen off the bus|: GPU is lost\b|"
               # a device-side assert ("Indexing.cu:1141: ...: Assertion `srcIndex < srcSelectDimSize` failed."),
               # the dynamic loader's refusals, a bracketed level ("[LightGBM] [Fatal] ..."), mamba's
               # "critical libmamba ...", R's and Fortran/C codes' "Error in <where>: ..."
