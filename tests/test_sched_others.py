@@ -41,6 +41,17 @@ def test_each_scheduler_gets_its_own_fix_first(kb, log, scheduler, entry):
         assert fixes[0].scheduler == scheduler and fixes[0].held is True
 
 
+@pytest.mark.parametrize("log", [
+    "0/3 nodes are available: 3 insufficient nvidia.com/gpu.\n",
+    "  Warning  FailedScheduling  3s (x5 over 9s)  default-scheduler  0/6 nodes are available: 3 node(s) didn't match "
+    "node selector.\n",
+    "  Warning  UnexpectedAdmissionError  10s   kubelet  Allocate failed due to rpc error: code = Unavailable\n",
+    "I0123 16:54:07.204992       1 main.go:238] Starting FS watcher for /var/lib/kubelet/device-plugins\n",
+])
+def test_kubernetes_is_recognised_by_its_own_words_in_either_case(log):
+    assert diagnose_text(log, load_knowledge_base()).scheduler == "kubernetes"
+
+
 def test_owner_kill_is_a_warning_that_a_real_error_outranks(kb):
     log = ("Traceback (most recent call last):\n  File \"train.py\", line 3, in <module>\n"
            "    import timm\nModuleNotFoundError: No module named 'timm'\n"

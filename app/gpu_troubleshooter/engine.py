@@ -41,7 +41,10 @@ SCHEDULER_MARKERS = (
     ("sge", r"Unable to run job: |Your job(?:-array)? \d+[.\d:-]* \(\"|\bqmaster\b|qacct -j|SGE_TASK_ID"),
     ("flux", r"flux-shell\[\d+\]: |flux-job: |job\.exception type=|flux job info "),
     ("condor", r"Error from slot\S*@|Job was held\.|condor_q "),
-    ("kubernetes", r"Reason:\s+OOMKilled|Insufficient nvidia\.com/gpu|kubectl "),
+    # `kubectl describe` and the kube-scheduler's words; its events name the reporter ("kubelet");
+    # "0/3 nodes are available: 3 insufficient nvidia.com/gpu" is written in either case
+    ("kubernetes", r"[Rr]eason:\s+OOMKilled|[Ii]nsufficient nvidia\.com/gpu|kubectl |FailedScheduling|"
+                   r"UnexpectedAdmissionError|\d+/\d+ nodes are available: |/var/lib/kubelet/|\skubelet\s{2,}"),
 )
 
 
