@@ -180,12 +180,21 @@ def test_re2_fallback_keeps_its_dfa_budget_messages_off_stderr(monkeypatch, capf
     # by the NFA, without RE2 logging "DFA out of memory" at every search
 
     monkeypatch.setattr(scanner, "hyperscan", None)
-    monkeypatch.setattr(scanner, "RE2_MAX_MEM", 2 << 20)  # compiles; its DFA runs out while searching
+    # compiles (with the key-line shapes beside the signatures); its DFA runs out while searching
+    monkeypatch.setattr(scanner, "RE2_MAX_MEM", 4 << 20)
     sigs = [Signature(f"MYSITE_QUIRK_{i:04d} failure code {i} on node [a-z]+[0-9]{{1,4}}", 0.9, False) for i in range(400)]
-    kb = _kb(_entry("site-quirk", sigs))
-    d = diagnose_text(NOISE + "MYSITE_QUIRK_0123 failure code 123 on node gpu42\n" + NOISE * 20, kb)
-    assert engine.compile_kb(kb).scanner.backend == "re2" and ids(d) == ["site-quirk"]
-    assert "DFA out of memory" not in capfd.readouterr().err
+    log = NOISE + "MYSITE_QUIRK_0123 failure code 123 on node gpu42\n" + NOISE * 20
+
+    def scan():
+        kb = _kb(_entry("site-quirk", sigs))   # a new KB: compiled afresh with the options of now
+        d = diagnose_text(log, kb)
+        assert engine.compile_kb(kb).scanner.backend == "re2" and ids(d) == ["site-quirk"]
+        return capfd.readouterr().err
+
+    monkeypatch.setattr(scanner, "RE2_LOG_ERRORS", True)
+    assert "DFA out of memory" in scan()       # the budget does run out: what follows tests something
+    monkeypatch.setattr(scanner, "RE2_LOG_ERRORS", False)
+    assert "DFA out of memory" not in scan()
 
 
 def test_re2_set_that_finds_nothing_where_the_alternation_matched_is_checked_one_by_one(monkeypatch):

@@ -108,7 +108,7 @@ PATTERNS: Tuple[Tuple[str, str], ...] = (
               # a device-side assert ("Indexing.cu:1141: ...: Assertion `srcIndex < srcSelectDimSize` failed."),
               # the dynamic loader's refusals, a bracketed level ("[LightGBM] [Fatal] ..."), mamba's
               # "critical libmamba ...", R's and Fortran/C codes' "Error in <where>: ..."
-              r"[Aa]ssertion [`'][^\n]{1,400}[`'] failed|undefined symbol: |version `[A-Z]+_[\d.]+' not found|"
+              r"[Aa]ssertion [`'][^\n]{1,200}[`'] failed|undefined symbol: |version `[A-Z]+_[\d.]+' not found|"
               r"\[(?:Fatal|FATAL|Error|ERROR|error|critical|CRITICAL)\]|(?:critical|error) +libmamba |(?:^|\s)Error in [^\n]{1,200}: |"
               r"NVIDIA-SMI has failed|NVIDIA-SMI couldn't find|"
               # Docker's and Go CLIs' refusals (docker, apptainer, enroot): "docker: Error response from
@@ -126,7 +126,7 @@ PATTERNS: Tuple[Tuple[str, str], ...] = (
               r"Error occurred during initialization of VM|"
               # PyTorch's c10 error level, bare or with its timestamp: "[E ProcessGroupNCCL.cpp:457]",
               # "[rank0]:[E321 02:07:08.408271257 ProcessGroupNCCL.cpp:607] ... Watchdog caught ..."
-              r"\[E(?:\d{3,4} \d\d:\d\d:\d\d\.\d+(?: +\d+)?)? [\w.-]{1,200}\.(?:cpp|cc|cu|h|hpp):\d+\]|"
+              r"\[E(?:\d{3,4} \d\d:\d\d:\d\d\.\d+(?: +\d+)?)? [\w.-]{1,80}\.(?:cpp|cc|cu|h|hpp):\d+\]|"
               # a GPU job that found no GPU ("No OpenCL device found", "no CUDA devices available");
               # installers that found no way ("No solution found when resolving dependencies",
               # "... is not a supported wheel on this platform")
@@ -146,7 +146,7 @@ PATTERNS: Tuple[Tuple[str, str], ...] = (
               r"are unable to reach each other|No components were able to be opened|"
               # a frame of HDF5's error stack ("#002: ../src/H5Fsuper.c line 277 in H5F_super_read(): file
               # signature not found"): the last one printed is the innermost cause
-              r"#\d{3}: [^\n]{1,300} line \d+ in \w{1,100}\(\): "),
+              r"#\d{3}: \S{1,100} line \d+ in \w{1,60}\(\): "),
 )
 
 KEEP_PER_KIND = 12      # the last this many lines of each kind
