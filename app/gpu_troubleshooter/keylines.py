@@ -237,6 +237,17 @@ def _cut(text: str) -> str:
     return text if len(text) <= MAX_TEXT else text[: MAX_TEXT - 1] + "…"
 
 
+def _last(kept: Deque[KeyLine], take: int) -> List[KeyLine]:
+    """The last `take` lines of a kind, those that say why before those that only echo (_ECHO)."""
+    reasons = [k for k in kept if not _ECHO.search(k.text)]
+    echoes = [k for k in kept if _ECHO.search(k.text)]
+    chosen = reasons[-take:]
+    missing = take - len(chosen)
+    if missing:
+        chosen += echoes[-missing:]
+    return sorted(chosen, key=lambda k: k.line)
+
+
 def _is_user_frame(frame: Frame) -> bool:
     return frame.package is None and not frame.path.startswith("<")
 
@@ -312,15 +323,7 @@ class KeyLineCollector:
             kept = self._kept[kind]
             if not kept:
                 continue
-            take = 1 if kind in ("exception", "launcher") else 2
-            if kind in ("scheduler", "error"):
-                reasons = [k for k in kept if not _ECHO.search(k.text)]
-                echoes = [k for k in kept if _ECHO.search(k.text)]
-                chosen = reasons[-take:]
-                chosen += echoes[len(echoes) - (take - len(chosen)):] if len(chosen) < take else []
-                picked.extend(sorted(chosen, key=lambda k: k.line))
-                continue
-            picked.extend(list(kept)[-take:])
+            picked.extend(_last(kept, 1 if kind in ("exception", "launcher") else 2))
         seen, out = set(), []
         for key in picked:
             if key.line not in seen:
