@@ -48,8 +48,8 @@ def test_each_scheduler_gets_its_own_fix_first(kb, log, scheduler, entry):
     "  Warning  UnexpectedAdmissionError  10s   kubelet  Allocate failed due to rpc error: code = Unavailable\n",
     "I0123 16:54:07.204992       1 main.go:238] Starting FS watcher for /var/lib/kubelet/device-plugins\n",
 ])
-def test_kubernetes_is_recognised_by_its_own_words_in_either_case(log):
-    assert diagnose_text(log, load_knowledge_base()).scheduler == "kubernetes"
+def test_kubernetes_is_recognised_by_its_own_words_in_either_case(kb, log):
+    assert diagnose_text(log, kb).scheduler == "kubernetes"
 
 
 def test_owner_kill_is_a_warning_that_a_real_error_outranks(kb):

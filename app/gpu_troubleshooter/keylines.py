@@ -239,8 +239,10 @@ def _cut(text: str) -> str:
 
 def _last(kept: Deque[KeyLine], take: int) -> List[KeyLine]:
     """The last `take` lines of a kind, those that say why before those that only echo (_ECHO)."""
-    reasons = [k for k in kept if not _ECHO.search(k.text)]
-    echoes = [k for k in kept if _ECHO.search(k.text)]
+    reasons: List[KeyLine] = []
+    echoes: List[KeyLine] = []
+    for k in kept:
+        (echoes if _ECHO.search(k.text) else reasons).append(k)
     chosen = reasons[-take:]
     missing = take - len(chosen)
     if missing:
