@@ -337,7 +337,8 @@ def test_serbian_uses_the_serbian_guides_words():
 
 
 @pytest.mark.parametrize("kept", ["uint8", "bf16", "c10d", "nvidia-nccl-cu12", "nvidia-peermem", "flash-attn",
-                                  "--hpx:localities", "transformers", "peft", "true", "ulimit", "gdb", "queue pair"])
+                                  "--hpx:localities", "yarn.nodemanager.vmem-pmem-ratio",
+                                  "spark.executor.memory-overhead", "transformers", "peft", "true", "ulimit", "gdb", "queue pair"])
 def test_transliteration_keeps_identifiers_with_digits_compounds_and_tool_names(kept):
     # the translation helpers found these turned into Cyrillic (уинт8, нвидиа-peermem, фласх-attn, труе)
     out = to_cyrillic(f"Proverite {kept} na nodu.")

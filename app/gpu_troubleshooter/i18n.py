@@ -143,12 +143,13 @@ _LAT2CYR = {"lj": "љ", "nj": "њ", "dž": "џ", "a": "а", "b": "б", "c": "ц"
             "m": "м", "n": "н", "o": "о", "p": "п", "r": "р", "s": "с", "š": "ш", "t": "т", "u": "у",
             "v": "в", "z": "з", "ž": "ж"}
 # Never transliterated: `code`, {placeholders}, URLs, and words that are not Serbian: paths and
-# options (/dev/shm, --nv, sm_80), anything with a digit or a letter Serbian lacks (q w x y), and
+# options (/dev/shm, --nv, sm_80), dotted setting names also with hyphens
+# (yarn.nodemanager.vmem-pmem-ratio), anything with a digit or a letter Serbian lacks (q w x y), and
 # names written with inner capitals (GPU, PyTorch) or capitalised inside a sentence (Docker).
 # A quoted message is tried before a path-like token: '"Driver/library version mismatch"' would
 # otherwise lose its opening quote to the token, and the closing quote would pair with the next one.
 _KEEP = re.compile(r"`[^`\n]*`|\{[^{}\n]*\}|[a-z][a-z0-9+.-]*://\S+|(?P<paren>\([^()`\n]*\))|\"[^\"\n]*\""
-                   r"|(?<!\w)'[^'\s]{1,40}'(?!\w)|[^\s`]*[/\\_=@$~<>|#+][^\s`]*|\w+(?:\.\w+)+|(?<![\w.])\.[A-Za-z]\w*(?:\.\w+)*|(?<![\w-])--?[A-Za-z][\w:-]*")
+                   r"|(?<!\w)'[^'\s]{1,40}'(?!\w)|[^\s`]*[/\\_=@$~<>|#+][^\s`]*|\w+(?:\.\w+(?:-\w+)*)+|(?<![\w.])\.[A-Za-z]\w*(?:\.\w+)*|(?<![\w-])--?[A-Za-z][\w:-]*")
 # commands and tools the translations name in prose without backticks
 _COMMANDS = frozenset("""srun sbatch salloc squeue sacct scontrol sinfo qsub qstat qdel tracejob bsub bjobs bhist
 pip conda mamba micromamba uv pixi python torchrun mpirun mpiexec apptainer singularity docker podman enroot
