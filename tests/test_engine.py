@@ -94,6 +94,14 @@ def test_chunk_boundaries_do_not_lose_or_misnumber_lines(demo, monkeypatch, chun
     assert d.lines == 4001
 
 
+def test_an_unterminated_last_line_stays_with_the_lines_before_it():
+    # a pasted log rarely ends with a newline; alone in a chunk, its last line would lose
+    # the line before it (values and hard-wrapped messages are read from it)
+    assert list(reader.LogReader(io.BytesIO(b"first\nsecond\nlast"), "paste").chunks()) == [b"first\nsecond\nlast"]
+    chunks = list(reader.LogReader(io.BytesIO(b"0123456789\n" * 20 + b"last"), "big", chunk_size=64).chunks())
+    assert b"".join(chunks) == b"0123456789\n" * 20 + b"last" and chunks[-1].endswith(b"\nlast")
+
+
 @pytest.mark.parametrize("compress", [gzip.compress, bz2.compress, lzma.compress])
 def test_compressed_logs_are_read_transparently(demo, tmp_path, compress):
     path = tmp_path / "slurm-1.out.gz"

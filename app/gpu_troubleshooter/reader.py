@@ -231,6 +231,7 @@ class LogReader:
         self.chunk_size = chunk_size or CHUNK_SIZE
         self.warnings = []
         self.bytes_read = 0
+        self.ended = False  # the stream said it has no more (or the rest was damaged)
         self.kind = getattr(stream, "kind", None)
         self.max_ratio, self.cpu_seconds = max_ratio, cpu_seconds  # decompression bombs (see _check_bomb)
         self.cpu_start = None
@@ -254,8 +255,10 @@ class LogReader:
                     what = f"looks like a {self.kind} file but" if self.kind else "the log"
                     raise LogInputError(f"{self.name}: {what} cannot be read ({_reason(e)}); is it truncated or damaged?") from None
                 self._damaged(e, self.bytes_read + got)
+                self.ended = True
                 return got
             if not n:
+                self.ended = True
                 return got
             got += n
         return got
@@ -304,7 +307,10 @@ class LogReader:
             if self.max_ratio or self.cpu_seconds is not None:
                 _check_bomb(self)
             total = carry + new
-            cut = buf.rfind(b"\n", 0, total)
+            # At the end of the log an unterminated last line (a paste, `tail -c`) stays in the
+            # chunk of the lines before it: alone in a chunk of its own it would lose the line
+            # before it, which values and hard-wrapped messages are read from
+            cut = total - 1 if self.ended else buf.rfind(b"\n", 0, total)
             if cut < 0:
                 cut = buf.rfind(b"\r", 0, total)
             if cut < 0:
