@@ -140,6 +140,13 @@ def test_host_oom_first_fix_asks_for_more_memory_when_numbers_are_known(kb):
      "(run with NCCL_DEBUG=WARN for details), NCCL version 2.19.3\nncclInvalidUsage: This usually reflects invalid usage "
      "of NCCL library.",
      "Ranks share a GPU"),
+    # CUDA_HOME written like PATH (apex#368) and a build under sudo lead with fix 3
+    ("cuda-toolkit-missing-for-build", "/bin/sh: 1: :/usr/local/cuda:/usr/local/cuda-10.1/bin/nvcc: not found",
+     "Keep CUDA_HOME a single directory"),
+    ("cuda-toolkit-missing-for-build", "$ sudo python setup.py install\n/bin/sh: 1: nvcc: not found",
+     "Keep CUDA_HOME a single directory"),
+    # neither shown: the common case (no toolkit in the shell) keeps leading
+    ("cuda-toolkit-missing-for-build", "/bin/sh: 1: nvcc: not found", "Load a toolkit"),
 ])
 def test_the_logs_numbers_choose_the_first_fix(kb, entry_id, log, first):
     titles, values = ordered_fixes(kb, log, entry_id)
