@@ -100,6 +100,10 @@ def test_an_unterminated_last_line_stays_with_the_lines_before_it():
     assert list(reader.LogReader(io.BytesIO(b"first\nsecond\nlast"), "paste").chunks()) == [b"first\nsecond\nlast"]
     chunks = list(reader.LogReader(io.BytesIO(b"0123456789\n" * 20 + b"last"), "big", chunk_size=64).chunks())
     assert b"".join(chunks) == b"0123456789\n" * 20 + b"last" and chunks[-1].endswith(b"\nlast")
+    # a short UTF-16 log that grows past a chunk once decoded (Hangul: 2 bytes -> 3) is still cut at newlines
+    text = "가나다라\n" * 20
+    chunks = list(reader.LogReader(io.BytesIO(text.encode("utf-16")), "ko", chunk_size=256).chunks())
+    assert len(chunks) > 1 and b"".join(chunks) == text.encode() and all(c.endswith(b"\n") for c in chunks)
 
 
 @pytest.mark.parametrize("compress", [gzip.compress, bz2.compress, lzma.compress])

@@ -245,8 +245,11 @@ class LogReader:
             return None
 
     def _fill(self, view):
-        """Read into `view` until it is full or the log ends; the number of bytes read."""
+        """Read into `view` until it is full or the log ends; the number of bytes read.
+        `ended` says whether this read reached the end (a later read of the same log,
+        e.g. decoded from UTF-16, may fill a buffer again)."""
         got = 0
+        self.ended = False
         while got < len(view):
             try:
                 n = self.stream.readinto(view[got:])
