@@ -231,7 +231,7 @@ class LogReader:
         self.chunk_size = chunk_size or CHUNK_SIZE
         self.warnings = []
         self.bytes_read = 0
-        self.ended = False  # the stream said it has no more (or the rest was damaged)
+        self.ended = False  # whether the latest _fill() reached the end of the log
         self.kind = getattr(stream, "kind", None)
         self.max_ratio, self.cpu_seconds = max_ratio, cpu_seconds  # decompression bombs (see _check_bomb)
         self.cpu_start = None
@@ -246,10 +246,9 @@ class LogReader:
 
     def _fill(self, view):
         """Read into `view` until it is full or the log ends; the number of bytes read.
-        `ended` says whether this read reached the end (a later read of the same log,
-        e.g. decoded from UTF-16, may fill a buffer again)."""
+        `ended`: this read stopped short of a full view, so the log ended (or the rest was
+        damaged); a later read of the same log, e.g. decoded from UTF-16, sets it afresh."""
         got = 0
-        self.ended = False
         while got < len(view):
             try:
                 n = self.stream.readinto(view[got:])
@@ -258,12 +257,11 @@ class LogReader:
                     what = f"looks like a {self.kind} file but" if self.kind else "the log"
                     raise LogInputError(f"{self.name}: {what} cannot be read ({_reason(e)}); is it truncated or damaged?") from None
                 self._damaged(e, self.bytes_read + got)
-                self.ended = True
-                return got
+                break
             if not n:
-                self.ended = True
-                return got
+                break
             got += n
+        self.ended = got < len(view)
         return got
 
     def _damaged(self, error, at):
