@@ -8,7 +8,8 @@ import pytest
 
 from gpu_troubleshooter.engine import diagnose_text, diagnose_path
 from gpu_troubleshooter.knowledge import load_knowledge_base
-from gpu_troubleshooter.text import without_absent_values
+from gpu_troubleshooter.text import without_absent_values, without_unnamed_pages
+from gpu_troubleshooter.view import entry_view
 
 OOM_TEXT = """PyTorch itself held {value.allocated} of the card's {value.total}: this job
 needs less memory. Halve the batch size until it fits; accumulate gradients
@@ -87,3 +88,36 @@ def test_no_example_shows_an_unfilled_value_in_its_prose(kb):
             leaks += ["%s: {value.%s} in %r" % (path.name, name, " ".join(text.split())[:90])
                       for name in re.findall(r"\{value\.(\w+)\}", kept) if not values.get(name)]
     assert not leaks, "\n".join(sorted(set(leaks)))
+
+
+# --- a site page the site did not name ({site.docs_url} unset) -------------------------
+
+@pytest.mark.parametrize("text, expected", [
+    ("place the overlay on a filesystem the site recommends for overlays ({site.docs_url}).",
+     "place the overlay on a filesystem the site recommends for overlays."),
+    ("The site documentation ({site.docs_url}) lists the GPU queues; or ask {site.helpdesk}.",
+     "The site documentation lists the GPU queues; or ask {site.helpdesk}."),
+    # outside a parenthesis the placeholder carries the sentence: it stays, for the label
+    ("Check {site.docs_url} or ask {site.helpdesk}.", "Check {site.docs_url} or ask {site.helpdesk}."),
+])
+def test_a_parenthesis_that_only_points_to_an_unnamed_page_goes(text, expected):
+    assert without_unnamed_pages(text, ("docs_url",)) == expected
+    assert without_unnamed_pages(text, ()) == text
+
+
+def test_an_unnamed_user_guide_reads_as_a_label_in_the_readers_language(kb):
+    """No bundled URL stands in for the site's guide (the Slurm gres page did, for PBS
+    queues and JVM heaps alike); a site's own URL is shown wherever the text names it."""
+    assert not kb.site.get("docs_url")
+
+    def fixes(eid, lang, site):
+        return " ".join(" ".join(f.text.split()) for f in entry_view(kb.get(eid), lang, site).fixes)
+    assert "see your cluster's user guide for the names your site uses" in fixes("slurm-invalid-constraint", "en", kb.site)
+    assert "pogledajte korisnički priručnik vašeg klastera" in fixes("slurm-invalid-constraint", "hr", kb.site)
+    assert "pogledajte korisničko uputstvo vašeg klastera" in fixes("slurm-invalid-constraint", "sr", kb.site)
+    assert "클러스터 사용자 안내서를" in fixes("slurm-invalid-constraint", "ko", kb.site)
+    overlay = fixes("apptainer-overlay-image-in-use", "en", kb.site)
+    assert "recommends for overlays." in overlay and "user guide" not in overlay and "<docs_url>" not in overlay
+    site = {**kb.site, "docs_url": "https://hpc.uni.example/gpu"}
+    assert "overlays (https://hpc.uni.example/gpu)." in fixes("apptainer-overlay-image-in-use", "en", site)
+    assert "pogledajte https://hpc.uni.example/gpu" in fixes("slurm-invalid-constraint", "hr", site)

@@ -69,9 +69,27 @@ def _quoted(text: str, at: int) -> bool:
     return text.count('"', _block_start(text, at), at) % 2 == 1
 
 
-def _enclosing(text: str, start: int, end: int) -> tuple[int, int]:
-    """The span to drop for the placeholder at text[start:end]: the parenthesis around it
-    (with the space before it), else the sentence (with the space after it)."""
+def without_unnamed_pages(text: str, unnamed: tuple[str, ...]) -> str:
+    """Prose without the parentheses that only point to a site page the site did not name:
+    "... a filesystem the site recommends for overlays ({site.docs_url})." reads as "... for
+    overlays." for a site with no `docs_url`. `unnamed`: such {site.NAME} names. A placeholder
+    outside a parenthesis stays: it carries the sentence, and a label names the page."""
+    out = text
+    for name in unnamed:
+        token = "{site.%s}" % name
+        for _ in range(20):  # each round removes one parenthesis
+            at = out.find(token)
+            while at >= 0 and _parenthesis(out, at, at + len(token)) is None:
+                at = out.find(token, at + 1)
+            if at < 0:
+                break
+            start, end = _parenthesis(out, at, at + len(token)) or (at, at)
+            out = out[:start] + out[end:]
+    return out
+
+
+def _parenthesis(text: str, start: int, end: int) -> tuple[int, int] | None:
+    """The parenthesis around text[start:end] in its block (with the space before it), if any."""
     lo = _block_start(text, start)
     hi = next((m.start() for m in _BLOCK_END.finditer(text, end)), len(text))
     opened = text.rfind("(", lo, start)
@@ -81,6 +99,17 @@ def _enclosing(text: str, start: int, end: int) -> tuple[int, int]:
             while opened > lo and text[opened - 1] in " \t\n":
                 opened -= 1
             return opened, closed + 1
+    return None
+
+
+def _enclosing(text: str, start: int, end: int) -> tuple[int, int]:
+    """The span to drop for the placeholder at text[start:end]: the parenthesis around it
+    (with the space before it), else the sentence (with the space after it)."""
+    around = _parenthesis(text, start, end)
+    if around is not None:
+        return around
+    lo = _block_start(text, start)
+    hi = next((m.start() for m in _BLOCK_END.finditer(text, end)), len(text))
     begin = max((m.end() for m in SENTENCE_END.finditer(text, lo, start)), default=lo)
     after = SENTENCE_END.search(text, end, hi)
     return begin, (after.end() if after else hi)

@@ -15,7 +15,7 @@ from typing import Any, Optional
 from .fixes import choose_causes, choose_fixes
 from .model import Entry, Text
 from .record import dataclass
-from .text import fill_placeholders, without_absent_values
+from .text import fill_placeholders, without_absent_values, without_unnamed_pages
 
 __all__ = ["FixView", "FindingView", "finding_view", "entry_view", "site_settings"]
 
@@ -149,9 +149,12 @@ def _fill(text: Text, lang: str, site: Mapping[str, Any], values: Mapping[str, A
     return fill_placeholders(text.get(lang), site, values)
 
 
-def _fill_prose(text: Text, lang: str, site: Mapping[str, Any], values: Mapping[str, Any]) -> str:
-    """A cause or a fix's text: the parts that quote a value this log did not give are left out."""
-    return fill_placeholders(without_absent_values(text.get(lang), values), site, values)
+def _fill_prose(text: Text, lang: str, site: Mapping[str, Any], values: Mapping[str, Any],
+                unnamed: tuple[str, ...] = ()) -> str:
+    """A cause or a fix's text: the parts that quote a value this log did not give are left out,
+    and so are the parentheses that point to a site page the site did not name (`unnamed`)."""
+    return fill_placeholders(without_unnamed_pages(without_absent_values(text.get(lang), values), unnamed),
+                             site, values)
 
 
 def entry_view(entry: Entry, lang: str = "en", site: Optional[Mapping[str, Any]] = None,
@@ -164,6 +167,12 @@ def entry_view(entry: Entry, lang: str = "en", site: Optional[Mapping[str, Any]]
     if not site.get("helpdesk"):  # the site named none: "your cluster's helpdesk" in the reader's language
         from .render import label
         site["helpdesk"] = label(lang, "site_helpdesk", site)  # type: ignore[no-untyped-call]
+    # No user guide named: "(see {site.docs_url})" goes, "check {site.docs_url}" reads "check your
+    # cluster's user guide"; a bundled default URL would send every reader to one unrelated page.
+    unnamed = () if site.get("docs_url") else ("docs_url",)
+    if unnamed:
+        from .render import label
+        site["docs_url"] = label(lang, "site_docs", site)  # type: ignore[no-untyped-call]
     raw_values, values = values, shown_values(entry, values)
     info: dict[str, Any] = {}
     english = entry
@@ -173,7 +182,7 @@ def entry_view(entry: Entry, lang: str = "en", site: Optional[Mapping[str, Any]]
     chosen = choose_fixes(entry, raw_values, facts, scheduler, site)
     fixes = tuple(
         FixView(title=_fill(fix.title, lang, site, values),
-                text=_fill_prose(fix.text, lang, site, values).strip(),
+                text=_fill_prose(fix.text, lang, site, values, unnamed).strip(),
                 code=CodeView(fix.code.lang, _fill(fix.code.text, lang, site, values).rstrip("\n"))
                 if fix.code is not None else None,
                 held=held, scheduler=fix.scheduler)
@@ -199,7 +208,7 @@ def entry_view(entry: Entry, lang: str = "en", site: Optional[Mapping[str, Any]]
         actor=entry.actor,
         refines=entry.broader or ((entry.refines,) if entry.refines else ()),
         confidence=confidence,
-        causes=tuple(_fill_prose(c, lang, site, values) for c, _ in causes),
+        causes=tuple(_fill_prose(c, lang, site, values, unnamed) for c, _ in causes),
         causes_held=tuple(held for _, held in causes),
         fixes=fixes,
         evidence=tuple(EvidenceView(e.line, e.text, e.span or (_span(entry, e.text) if len(e.text) > 80 else None)) for e in evidence),
