@@ -101,10 +101,11 @@ def test_later_batches_use_new_queries(manifest):
 # batch 16: a fresh batch of 2026-11-29 (session of 15:17 UTC), 33 failures (36 collected, 3 moved out as
 # copies of a knowledge example) and 2 clean logs; room for 3 move-outs
 # batch 17: a fresh batch of 2026-11-29 (session of 17:29 UTC), 24 failures and no clean log; room for 3 move-outs
+# batch 18: a fresh batch of 2026-11-29 (session of 20:00 UTC), 25 failures and 3 clean logs; room for 3 move-outs
 @pytest.mark.parametrize("batch, min_failures, min_clean", [(3, 60, 1), (4, 50, 10), (5, 20, 2), (6, 19, 2), (7, 30, 11), (8, 40, 8), (9, 45, 2),
                                                             (10, 32, 0), (11, 25, 0), (12, 22, 0),
                                                             (13, 27, 0), (14, 19, 0), (15, 17, 0),
-                                                            (16, 30, 1), (17, 21, 0)])
+                                                            (16, 30, 1), (17, 21, 0), (18, 22, 1)])
 def test_later_batches_are_measurable(cases, batch, min_failures, min_clean):
     """Enough failure logs and clean logs to give a figure, each labelled for what it is."""
     cases = [c for c in cases if c.get("batch", 1) == batch]
