@@ -138,3 +138,31 @@ def test_bundled_finer_entries_need_no_leads_to_for_their_broader(kb):
                 order = ids(rank(found))
                 assert order.index(e.id) < order.index(e.refines), (log.name, order)
     assert checked >= 5
+
+
+def test_a_finer_warning_stays_below_the_broader_error_that_ended_the_job():
+    """torch's CPU-fallback UserWarning refines no-gpu-allocated; beside the RuntimeError that
+    ended the job it must not lead with "a warning" on a failed job. Alone it answers."""
+    broad = Entry(id="no-gpu-allocated", path="b.yaml", severity="error")
+    warn = Entry(id="torch-cuda-no-driver-cpu-fallback", path="w.yaml", severity="warning",
+                 refines="no-gpu-allocated", broader=("no-gpu-allocated",))
+    assert ids(finer_first([finding(broad, 0.9, 1), finding(warn, 0.9, 4)])) == [
+        "no-gpu-allocated", "torch-cuda-no-driver-cpu-fallback"]
+    fine_error = Entry(id="nccl-socket-interface", path="f.yaml", refines="nccl-failure", broader=("nccl-failure",))
+    assert ids(finer_first([finding(entry("nccl-failure"), 0.9, 1), finding(fine_error, 0.5, 4)])) == [
+        "nccl-socket-interface", "nccl-failure"]
+
+
+def test_the_no_driver_runtime_error_leads_over_the_cpu_fallback_warning(kb):
+    log = ("/opt/venv/lib/python3.10/site-packages/torch/cuda/__init__.py:52: UserWarning: CUDA initialization: "
+           "Found no NVIDIA driver on your system. Please check that you have an NVIDIA GPU and installed a driver "
+           "from http://www.nvidia.com/Download/index.aspx (Triggered internally at /pytorch/c10/cuda/CUDAFunctions.cpp:100.)\n"
+           "  return torch._C._cuda_getDeviceCount() > 0\n"
+           "Traceback (most recent call last):\n"
+           "  File \"train.py\", line 12, in <module>\n"
+           "    model.cuda()\n"
+           "RuntimeError: Found no NVIDIA driver on your system. Please check that you have an NVIDIA GPU and "
+           "installed a driver from http://www.nvidia.com/Download/index.aspx\n")
+    assert ids(diagnose_text(log, kb).findings)[0] == "no-gpu-allocated"
+    alone = log.split("Traceback")[0]
+    assert ids(diagnose_text(alone, kb).findings)[0] == "torch-cuda-no-driver-cpu-fallback"

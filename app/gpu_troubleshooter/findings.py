@@ -47,11 +47,19 @@ def _broader(entry):
     return getattr(entry, "broader", ()) or ((entry.refines,) if getattr(entry, "refines", None) else ())
 
 
+def _milder(finer, broader):
+    """A warning that refines an error: it does not end a job, so it never jumps above one."""
+    return getattr(finer, "severity", "error") == "warning" and getattr(broader, "severity", "error") == "error"
+
+
 def finer_first(ordered):
     """Findings in the engine's order, except that a finding which refines another one found
     in the same log (`refines`, transitively: model.Entry.broader) ranks right above it:
     `nccl-socket-interface` before `nccl-failure`, whatever their confidences. Nothing else
-    moves; a broader finding found alone stays where it was."""
+    moves; a broader finding found alone stays where it was. A finer warning stays below a
+    broader error found beside it: torch's "UserWarning: CUDA initialization: Found no NVIDIA
+    driver" (the run went on, on the CPU) does not outrank the "RuntimeError: Found no NVIDIA
+    driver" that ended the job, and the engine's order already puts what ended a job first."""
     out = list(ordered)
     guard = len(out) ** 2 + 1          # a refines cycle (kb validate rejects it) cannot loop forever
     moved = True
@@ -59,7 +67,8 @@ def finer_first(ordered):
         moved, guard = False, guard - 1
         where = {f.id: i for i, f in enumerate(out)}
         for i, finding in enumerate(out):
-            above = [where[b] for b in _broader(finding.entry) if where.get(b, i) < i]
+            above = [where[b] for b in _broader(finding.entry)
+                     if where.get(b, i) < i and not _milder(finding.entry, out[where[b]].entry)]
             if above:
                 out.insert(min(above), out.pop(i))
                 moved = True
