@@ -76,15 +76,12 @@ def without_unnamed_pages(text: str, unnamed: tuple[str, ...]) -> str:
     outside a parenthesis stays: it carries the sentence, and a label names the page."""
     out = text
     for name in unnamed:
-        token = "{site.%s}" % name
+        token = re.compile(re.escape("{site.%s}" % name))
         for _ in range(20):  # each round removes one parenthesis
-            at = out.find(token)
-            while at >= 0 and _parenthesis(out, at, at + len(token)) is None:
-                at = out.find(token, at + 1)
-            if at < 0:
+            span = next(filter(None, (_parenthesis(out, m.start(), m.end()) for m in token.finditer(out))), None)
+            if span is None:
                 break
-            start, end = _parenthesis(out, at, at + len(token)) or (at, at)
-            out = out[:start] + out[end:]
+            out = out[:span[0]] + out[span[1]:]
     return out
 
 

@@ -164,15 +164,13 @@ def entry_view(entry: Entry, lang: str = "en", site: Optional[Mapping[str, Any]]
                ruled_out_by: tuple[str, ...] = ()) -> FindingView:
     """The view of one entry; with no log, `values` and `evidence` are empty."""
     site = site_settings(site or {})
-    if not site.get("helpdesk"):  # the site named none: "your cluster's helpdesk" in the reader's language
-        from .render import label
-        site["helpdesk"] = label(lang, "site_helpdesk", site)  # type: ignore[no-untyped-call]
     # No user guide named: "(see {site.docs_url})" goes, "check {site.docs_url}" reads "check your
     # cluster's user guide"; a bundled default URL would send every reader to one unrelated page.
     unnamed = () if site.get("docs_url") else ("docs_url",)
-    if unnamed:
-        from .render import label
-        site["docs_url"] = label(lang, "site_docs", site)  # type: ignore[no-untyped-call]
+    for name, key in (("helpdesk", "site_helpdesk"), ("docs_url", "site_docs")):
+        if not site.get(name):  # the site named none: "your cluster's helpdesk" in the reader's language
+            from .render import label
+            site[name] = label(lang, key, site)  # type: ignore[no-untyped-call]
     raw_values, values = values, shown_values(entry, values)
     info: dict[str, Any] = {}
     english = entry
