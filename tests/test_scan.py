@@ -379,6 +379,13 @@ def test_long_gaps_open_to_the_end_of_the_line_and_never_cross_it():
     assert open_gaps(r"srun: error: [^\n]{0,120}without [^\n]{0,5}x") == r"srun: error: [^\n]*without [^\n]{0,5}x"
     assert open_gaps(r'File "[^"\n]{1,400}", line') == r'File "[^"\n]+", line'
     assert open_gaps(r"a\.{0,30}b [^a]{0,50}c") == r"a\.{0,30}b [^a]{0,50}c"  # a literal dot, a class that crosses lines
+    # runs of a class that stays on one line open too; ones that can cross a line keep their bound
+    assert open_gaps(r"name '\w{1,60}' to [^\s]{1,300}: [A-Za-z0-9_.-]{2,80} \d{1,19}") == \
+        r"name '\w+' to [^\s]+: [A-Za-z0-9_.-]{2,} \d{1,19}"
+    assert open_gaps(r"x[\s\S]{0,600}y\s{0,40}z\W{1,30}") == r"x[\s\S]{0,600}y\s{0,40}z\W{1,30}"
+    scanner = Scanner([(r"destination [^\s]{1,30} doesn.t exist", False)])
+    assert [h.line_no for h in scanner.scan(b"destination /" + b"d" * 100 + b" doesn't exist\n", 1)] == [1]
+    assert scanner.scan(b"destination /a\nb doesn't exist\n", 1) == []
     for use_hyperscan in (True, False):
         scanner = Scanner([(r"srun: error: [^\n]{0,40}without specifying", False)], use_hyperscan=use_hyperscan)
         one_line = b"srun: error: " + b"x" * 200 + b" without specifying an account\n"
