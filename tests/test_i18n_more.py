@@ -412,6 +412,10 @@ def test_transliteration_keeps_english_terms_of_the_same_field():
     assert to_cyrillic("a to je on", "a to on") == "а то је он"
     # terms the translations use across fields (rank, fork, drain) stay Latin without the English too
     assert to_cyrillic("svaki rank, fork-ovao, u drain stanju") == "сваки rank, fork-ovao, у drain стању"
+    # a case ending glued to a foreign word: the word stays Latin; Serbian words that end alike do not
+    assert to_cyrillic("enginea, pipelinea, cgroupu, rankova i loaderom", "with the loader") == \
+        "enginea, pipelinea, cgroupu, rankova и loaderom"
+    assert to_cyrillic("deva, modela, platforma i maska", "the platform mask") == "дева, модела, платформа и маска"
 
 
 def test_cyrillic_entry_keeps_the_terms_of_its_english_fields(kb):

@@ -223,12 +223,21 @@ _ENGLISH_WORDS = frozenset("the of an in is not for with and or at by from out w
                            "available compatible exceeded running".split())
 
 
+# the case endings Serbian glues to a foreign word without a hyphen (enginea, loaderom, streamova)
+_GLUED_ENDINGS = ("ovima", "ima", "ovi", "ova", "ove", "ovu", "ovom", "ovog", "om", "em", "a", "u", "e", "i")
+
+
+def _stem(low: str, words) -> bool:
+    """A foreign word of four or more letters with a Serbian case ending glued on (enginea, cgroupu)."""
+    return any(low.endswith(e) and len(low) - len(e) >= 4 and low[:-len(e)] in words for e in _GLUED_ENDINGS)
+
+
 def _foreign(word: str, sentence_start: bool) -> bool:
     if not _SERBIAN.fullmatch(word) or any(c in word.lower() for c in "qwxy") or _ENGLISH.search(word):
         return True
     low = word.lower()
-    if low in _COMMANDS or low in _TECH_WORDS:
-        return True
+    if low in _COMMANDS or low in _TECH_WORDS or _stem(low, _COMMANDS | _TECH_WORDS):
+        return True                      # also with a case ending: enginea, pipelinea, cgroupu, sudoa
     if len(low) > 1 and not any(c in "aeiou" for c in low) and low not in _VOWELLESS_SERBIAN:
         return True                      # lmgrd, tmpfs, nvrtc: a name, not a Serbian word
     if low.startswith("lib") and len(low) > 4 and not low.startswith("liber"):
@@ -251,7 +260,7 @@ import interpreter simulator generator terminal operator filter region gradient 
 standard ligand element period minimum maximum portal protein atom alias slot ring pad min data time same meta start
 restart reset optimum agent editor administrator parser manifest transfer barostat broker alarm super atlas rate
 list fine grad dim bio interval laptop desktop pre top sud put bit sat tip tim set red most more let nit bar
-sam ton dan kit instance minute profile""".split())
+sam ton dan kit instance minute profile platform mask norm monitor sigmoid form hosting""".split())
 
 
 def _english_terms(english) -> frozenset:
@@ -295,8 +304,8 @@ def _translit_prose(text: str, start: bool, terms: frozenset = frozenset()) -> s
 
     def foreign(piece: str) -> bool:
         # Segfault, Kubelet at the start of a sentence: the English term written lowercase
-        return (piece in terms or (piece[:1].isupper() and piece[:1].lower() + piece[1:] in terms)
-                or _foreign(piece, start))
+        low = piece[:1].lower() + piece[1:]
+        return piece in terms or low in terms or _stem(low, terms) or _foreign(piece, start)
 
     for m in _WORD.finditer(text):
         out.append(text[pos:m.start()])
