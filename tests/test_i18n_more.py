@@ -393,3 +393,36 @@ def test_transliteration_keeps_english_spelled_words_and_quoted_messages():
         "нови protobuf (Descriptors cannot be created directly)"
     # a Serbian aside in brackets is still transliterated
     assert to_cyrillic("posao (na drugom nodu)") == "посао (на другом ноду)"
+
+
+def test_transliteration_keeps_english_terms_of_the_same_field():
+    # "Adam" came out as "Адам", "Kokkos" as "Коккос", "persistence mode" as "персистенце моде"
+    assert to_cyrillic("Kokkos i runner ne rade sa Isaac ili drmaa") == "Kokkos и runner не раде са Isaac или drmaa"
+    en = "Adam with a loader daemon: persistence is off"
+    assert to_cyrillic("Adam sa loader daemon: persistence je isključen", en) == \
+        "Adam са loader daemon: persistence је искључен"
+    assert to_cyrillic("Adam sa loader", None) == "Адам са лоадер"       # without the English: as before
+    # the English term written lowercase is the same term at the start of a Serbian sentence
+    assert to_cyrillic("Segfault se javlja.", "a segfault in the worker") == "Segfault се јавља."
+    # words Serbian shares with English are Serbian, also when the English has them
+    en = "the model server on the login node: a kernel problem, one signal, data"
+    assert to_cyrillic("model server na login nodu: kernel problem, one signal, data", en) == \
+        "модел сервер на логин ноду: кернел проблем, оне сигнал, дата"
+    # one- and two-letter words (a, i, u, to, on, se) are never taken for terms
+    assert to_cyrillic("a to je on", "a to on") == "а то је он"
+    # terms the translations use across fields (rank, fork, drain) stay Latin without the English too
+    assert to_cyrillic("svaki rank, fork-ovao, u drain stanju") == "сваки rank, fork-ovao, у drain стању"
+    # a case ending glued to a foreign word: the word stays Latin; Serbian words that end alike do not
+    assert to_cyrillic("enginea, pipelinea, cgroupu, rankova i loaderom", "with the loader") == \
+        "enginea, pipelinea, cgroupu, rankova и loaderom"
+    assert to_cyrillic("deva, modela, platforma i maska", "the platform mask") == "дева, модела, платформа и маска"
+
+
+def test_cyrillic_entry_keeps_the_terms_of_its_english_fields(kb):
+    from gpu_troubleshooter.i18n import _english_terms
+    assert "Adam" in _english_terms("use Adam") and "model" not in _english_terms("the model")
+    assert _english_terms(None) == frozenset()
+    path = kb.get("kokkos-cuda-arch-mismatch").path
+    t = translate_entry(yaml.safe_load(open(path).read()), path, CYRILLIC)
+    text = " ".join([t.title, t.summary] + t.causes + [f["text"] for f in t.fixes])
+    assert "Kokkos" in text and "Коккос" not in text

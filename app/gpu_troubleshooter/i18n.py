@@ -173,7 +173,8 @@ nvfortran opencv opencl openmp openmpi openblas oneapi comgr amdgpu bash perl rc
 containerd udev initramfs mokutil dlopen argparse autograd importlib distutils distlib sdist sentencepiece
 matplotlib tensorboard gradio numba decord spconv bioconda biocontainers anaconda rustup tzdata certifi orjson
 setlocale fabricmanager prted orted mkdir pids nodev nosuid pushenv asdf imgaug dlib albumentations reticulate
-distilabel cudarc flashinfer canu verl
+distilabel cudarc flashinfer canu verl rank fork drain purge unscale demangle glob floating cordon bind trim
+bond size mode
 runtime compute device devices home site value image pipeline setup config resources distributed""".split())
 # product names that keep their Latin letters also at the start of a sentence (Slurm, Lightning),
 # with a short case ending too (Slurmu, Lightningom)
@@ -210,22 +211,33 @@ def _translit_word(word: str) -> str:
     return "".join(out)
 
 
-# English spellings Serbian Latin does not use (batch, checkpoint, stack, pipeline, free) and
+# English spellings Serbian Latin does not use (batch, checkpoint, stack, pipeline, free, Kokkos, runner,
+# Isaac) and
 # the English loanwords the seed guides keep in Latin script (job, jobovi).
 # (Serbian pre+hod, ko+ordinator and pod+direktorijum join th, oo and dd across a prefix: prethodni,
 # koordinator, poddirektorijum)
-_ENGLISH = re.compile(r"ch|(?<!\bpre)th|ck|ph|(?<!\bk)oo|ee|ss|ll|tt|pp|ff|rr|mm|cc|gg|bb|(?<!\bpo)dd|^job", re.I)
+_ENGLISH = re.compile(r"ch|(?<!\bpre)th|ck|ph|(?<!\bk)oo|ee|ss|ll|tt|pp|ff|rr|mm|cc|gg|bb|kk|nn|aa|(?<!\bpo)dd|^job",
+                      re.I)
 # an aside in brackets with one of these is a quoted English message, kept as it is
 _ENGLISH_WORDS = frozenset("the of an in is not for with and or at by from out was are see be cannot found failed "
                            "available compatible exceeded running".split())
+
+
+# the case endings Serbian glues to a foreign word without a hyphen (enginea, loaderom, streamova)
+_GLUED_ENDINGS = ("ovima", "ima", "ovi", "ova", "ove", "ovu", "ovom", "ovog", "om", "em", "a", "u", "e", "i")
+
+
+def _stem(low: str, words) -> bool:
+    """A foreign word of four or more letters with a Serbian case ending glued on (enginea, cgroupu)."""
+    return any(low.endswith(e) and len(low) - len(e) >= 4 and low[:-len(e)] in words for e in _GLUED_ENDINGS)
 
 
 def _foreign(word: str, sentence_start: bool) -> bool:
     if not _SERBIAN.fullmatch(word) or any(c in word.lower() for c in "qwxy") or _ENGLISH.search(word):
         return True
     low = word.lower()
-    if low in _COMMANDS or low in _TECH_WORDS:
-        return True
+    if low in _COMMANDS or low in _TECH_WORDS or _stem(low, _COMMANDS | _TECH_WORDS):
+        return True                      # also with a case ending: enginea, pipelinea, cgroupu, sudoa
     if len(low) > 1 and not any(c in "aeiou" for c in low) and low not in _VOWELLESS_SERBIAN:
         return True                      # lmgrd, tmpfs, nvrtc: a name, not a Serbian word
     if low.startswith("lib") and len(low) > 4 and not low.startswith("liber"):
@@ -239,19 +251,46 @@ def _foreign(word: str, sentence_start: bool) -> bool:
     return word[0].isupper() and not sentence_start   # Docker, Apptainer, Slurm inside a sentence
 
 
-def to_cyrillic(text: str) -> str:
+# Words Serbian shares with English (Serbian words and loanwords written the Serbian way: model,
+# server, kernel, problem, one, pre, data, bio): also when the English text of the same field has them
+# they are Serbian and transliterated (see _english_terms).
+_SHARED_WITH_ENGLISH = frozenset("""model login program server kernel folder plugin port task log host disk problem
+token pod one signal target plus minus argument video test internet tag transport status adapter format link linker
+import interpreter simulator generator terminal operator filter region gradient segment plan limit arena master
+standard ligand element period minimum maximum portal protein atom alias slot ring pad min data time same meta start
+restart reset optimum agent editor administrator parser manifest transfer barostat broker alarm super atlas rate
+list fine grad dim bio interval laptop desktop pre top sud put bit sat tip tim set red most more let nit bar
+sam ton dan kit instance minute profile platform mask norm monitor sigmoid form hosting""".split())
+
+
+def _english_terms(english) -> frozenset:
+    """The words of a field's English text that a Serbian translation writes the same way are terms
+    (Adam, Kokkos, persistence, loader) and stay Latin, unless Serbian shares them (_SHARED_WITH_ENGLISH).
+    Words of one or two letters (a, i, u, to, on, se) are never counted."""
+    if not english:
+        return frozenset()
+    return frozenset(w for w in _SERBIAN.findall(english)
+                     if len(w) > 2 and w.lower() not in _SHARED_WITH_ENGLISH)
+
+
+def to_cyrillic(text: str, english: str | None = None) -> str:
     """Serbian Latin -> Serbian Cyrillic, deterministically: lj/nj/dž are one letter each,
-    everything that is not Serbian prose stays as written (see _KEEP and _foreign)."""
+    everything that is not Serbian prose stays as written (see _KEEP and _foreign). With the
+    English text the Serbian translates, a word written the same in both stays Latin (_english_terms)."""
+    return _to_cyrillic(text, _english_terms(english))
+
+
+def _to_cyrillic(text: str, terms: frozenset) -> str:
     out, pos, start = [], 0, True
     for m in _KEEP.finditer(text):
-        out.append(_translit_prose(text[pos:m.start()], start))
+        out.append(_translit_prose(text[pos:m.start()], start, terms))
         kept = m.group(0)
         if m.group("paren") and _mostly_serbian(kept[1:-1]):
-            kept = "(" + to_cyrillic(kept[1:-1]) + ")"   # a Serbian aside, not a quoted English message
+            kept = "(" + _to_cyrillic(kept[1:-1], terms) + ")"   # a Serbian aside, not a quoted English message
         out.append(kept)
         start = kept.endswith((".", "!", "?", ":"))
         pos = m.end()
-    out.append(_translit_prose(text[pos:], start))
+    out.append(_translit_prose(text[pos:], start, terms))
     return "".join(out)
 
 
@@ -260,8 +299,14 @@ def _mostly_serbian(text: str) -> bool:
     return not _ENGLISH_WORDS.intersection(words) and any(not _foreign(w, False) for w in words)
 
 
-def _translit_prose(text: str, start: bool) -> str:
+def _translit_prose(text: str, start: bool, terms: frozenset = frozenset()) -> str:
     out, pos, after_command = [], 0, False
+
+    def foreign(piece: str) -> bool:
+        # Segfault, Kubelet at the start of a sentence: the English term written lowercase
+        low = piece[:1].lower() + piece[1:]
+        return piece in terms or low in terms or _stem(low, terms) or _foreign(piece, start)
+
     for m in _WORD.finditer(text):
         out.append(text[pos:m.start()])
         word = m.group(0)
@@ -271,7 +316,7 @@ def _translit_prose(text: str, start: bool) -> str:
             # a Serbian case ending after a hyphen: GPU-ovima, Docker-u (not BUF in DMA-BUF, not attn)
             ending = len(pieces) > 1 and parts[-2] == "-" and pieces[-1] in _CASE_ENDINGS
             head = pieces[:-1] if ending else pieces
-            foreign_head = len(pieces) > 1 and any(_foreign(p, start) for p in head)
+            foreign_head = len(pieces) > 1 and any(foreign(p) for p in head)
             if after_command and word.lower() in _SUBCOMMANDS:
                 out.append(word)         # `module load`
             elif ending and (foreign_head or len(head) == 1):
@@ -281,7 +326,7 @@ def _translit_prose(text: str, start: bool) -> str:
             elif foreign_head:
                 out.append(word)         # a foreign compound (nvidia-peermem, DMA-BUF, flash-attn) stays
             else:
-                out.append("".join(p if p in "-'" or _foreign(p, start) else _translit_word(p) for p in parts))
+                out.append("".join(p if p in "-'" or foreign(p) else _translit_word(p) for p in parts))
             after_command = word.lower() in _COMMANDS
             start = False
         else:
@@ -318,8 +363,8 @@ def _file_for(entry_path, code):
     return load_translation(entry_path, "sr" if code == CYRILLIC else code)
 
 
-def _in(code, text):
-    return to_cyrillic(text) if code == CYRILLIC and text else text
+def _in(code, text, english=None):
+    return to_cyrillic(text, _english(english)) if code == CYRILLIC and text else text
 
 
 @dataclass
@@ -352,7 +397,7 @@ def translate_entry(entry_data: dict, entry_path, lang: str, chain=None) -> Tran
                 if code != lang:
                     fell.append(name)
                 langs[name] = code
-                return _in(code, got)
+                return _in(code, got, english)
         if lang != "en":
             fell.append(name)
         langs[name] = "en"
@@ -371,7 +416,7 @@ def translate_entry(entry_data: dict, entry_path, lang: str, chain=None) -> Tran
                 break
             got = _fix_translation(files[code].get("fixes"), fix)
             if got:
-                chosen = (_in(code, got[0]), _in(code, got[1]), code)
+                chosen = (_in(code, got[0], fix.get("title")), _in(code, got[1], fix.get("text")), code)
                 break
         if chosen is None:
             chosen = (_english(fix.get("title")), _english(fix.get("text")), "en")
