@@ -223,6 +223,8 @@ _ENGLISH_WORDS = frozenset("the of an in is not for with and or at by from out w
                            "available compatible exceeded running".split())
 
 
+# every word the lists above keep Latin, for the glued-ending test (one set, not a union per word)
+_KNOWN_FOREIGN = _COMMANDS | _TECH_WORDS
 # the case endings Serbian glues to a foreign word without a hyphen (enginea, loaderom, streamova)
 _GLUED_ENDINGS = ("ovima", "ima", "ovi", "ova", "ove", "ovu", "ovom", "ovog", "om", "em", "a", "u", "e", "i")
 
@@ -236,7 +238,7 @@ def _foreign(word: str, sentence_start: bool) -> bool:
     if not _SERBIAN.fullmatch(word) or any(c in word.lower() for c in "qwxy") or _ENGLISH.search(word):
         return True
     low = word.lower()
-    if low in _COMMANDS or low in _TECH_WORDS or _stem(low, _COMMANDS | _TECH_WORDS):
+    if low in _KNOWN_FOREIGN or _stem(low, _KNOWN_FOREIGN):
         return True                      # also with a case ending: enginea, pipelinea, cgroupu, sudoa
     if len(low) > 1 and not any(c in "aeiou" for c in low) and low not in _VOWELLESS_SERBIAN:
         return True                      # lmgrd, tmpfs, nvrtc: a name, not a Serbian word
